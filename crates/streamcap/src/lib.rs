@@ -1,0 +1,33 @@
+//! # streamcap
+//!
+//! Stream-oriented network traffic capture and analysis.
+//!
+//! streamcap turns captured packets into reassembled transport-layer streams
+//! and hands them to the application in chunks through callbacks, following
+//! the Scap design (Papadogiannakis et al.). The data path, one module per
+//! stage:
+//!
+//! ```text
+//! source ─► decode ─► (defrag) ─► flow table ─► reassembly ─► deliver ─► your callbacks
+//! ```
+//!
+//! - [`source`]: pcap / pcapng files, memory-mapped, zero-copy.
+//! - [`decode`]: Ethernet, VLAN, IPv4/IPv6, TCP/UDP/ICMP headers; IP fragment reassembly.
+//! - [`flow`]: the bidirectional connection table with inactivity expiry.
+//! - [`reassembly`]: TCP sequence tracking, out-of-order buffering, overlap policies.
+//! - [`deliver`]: stream descriptors, chunks, the memory budget and the callbacks.
+//! - [`Capture`] ties them together.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod decode;
+pub mod deliver;
+pub mod flow;
+pub mod reassembly;
+pub mod source;
+pub mod time;
+
+pub use reassembly::policy::OverlapPolicy;
+pub use source::{FileSource, LinkType, PacketSource, RawPacket, SourceError};
+pub use time::Timestamp;

@@ -1,0 +1,3 @@
+//! Reassembly: turning segments into byte streams.
+
+pub mod policy;
