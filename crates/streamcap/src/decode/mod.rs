@@ -1,1 +1,256 @@
-//! decode
+//! What a packet is: link layer, VLAN tags, IP, transport headers.
+//!
+//! Decoding borrows from the captured bytes and never copies payload. Link
+//! layers (Ethernet, 802.1Q/802.1ad, Linux SLL/SLL2, BSD loopback, raw IP) are
+//! read here; IPv4 (with options) and IPv6 (with extension headers) are read
+//! with [`etherparse`]'s lax slicer, which tolerates packets cut by the snapshot
+//! length. A packet whose payload was cut is decoded as far as it goes and
+//! flagged [`NetPacket::truncated`]; nothing is read past the captured bytes.
+
+pub mod defrag;
+mod link;
+mod transport;
+
+pub use link::{decode_link, LinkError};
+pub use transport::{decode_transport, IcmpMessage, TcpFlags, TcpSegment, Transport, UdpDatagram};
+
+use std::net::IpAddr;
+
+/// Why a frame produced no usable IP packet. Each kind is counted in the
+/// global statistics; none of them stops processing.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DecodeError {
+    /// The link-layer header is cut short.
+    TruncatedLink,
+    /// Not IPv4/IPv6 (ARP, STP, LLDP, …): counted, not an error of the input.
+    NotIp,
+    /// The IP header is cut short or invalid (bad version, bad header length).
+    BadIpHeader,
+    /// The transport header is cut short or invalid (e.g. TCP data offset < 5).
+    BadTransportHeader,
+    /// The link type is not supported.
+    UnsupportedLink,
+}
+
+impl DecodeError {
+    /// Every kind, for reports.
+    pub const ALL: [DecodeError; 5] = [
+        DecodeError::TruncatedLink,
+        DecodeError::NotIp,
+        DecodeError::BadIpHeader,
+        DecodeError::BadTransportHeader,
+        DecodeError::UnsupportedLink,
+    ];
+
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            DecodeError::TruncatedLink => "truncated_link",
+            DecodeError::NotIp => "not_ip",
+            DecodeError::BadIpHeader => "bad_ip_header",
+            DecodeError::BadTransportHeader => "bad_transport_header",
+            DecodeError::UnsupportedLink => "unsupported_link",
+        }
+    }
+
+    /// Index into per-kind counters.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// An IP fragment's identity and position (present only on fragments).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FragmentInfo {
+    /// IPv4 identification (16 bits) or IPv6 fragment identification.
+    pub id: u32,
+    /// Byte offset of this fragment's payload within the datagram payload.
+    pub offset: u32,
+    /// More fragments follow.
+    pub more: bool,
+}
+
+/// A decoded IP packet: addresses, protocol and the IP payload (transport
+/// header + data), borrowed from the frame.
+#[derive(Clone, Debug)]
+pub struct NetPacket<'a> {
+    /// Outer VLAN id (802.1Q or 802.1ad), if tagged.
+    pub vlan: Option<u16>,
+    /// Inner VLAN id of a QinQ frame.
+    pub inner_vlan: Option<u16>,
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Transport protocol number (after IPv6 extension headers).
+    pub proto: u8,
+    /// IP-layer length of the packet on the wire (IPv4 total length; IPv6 40 + payload length).
+    pub ip_len: u32,
+    /// Offset of the IP header within the frame.
+    pub ip_offset: usize,
+    /// Fragment position, for IP fragments.
+    pub fragment: Option<FragmentInfo>,
+    /// The IP payload bytes present in the capture.
+    pub payload: &'a [u8],
+    /// The IP payload length on the wire (per the IP header).
+    pub payload_wire_len: u32,
+    /// The capture cut this packet (fewer payload bytes present than on the wire).
+    pub truncated: bool,
+}
+
+impl NetPacket<'_> {
+    /// The VLAN tags folded into one number for flow keys (outer << 16 | inner, +1 each so that
+    /// "untagged" differs from VLAN 0).
+    pub fn vlan_key(&self) -> u32 {
+        let o = self.vlan.map_or(0, |v| u32::from(v) + 1);
+        let i = self.inner_vlan.map_or(0, |v| u32::from(v) + 1);
+        (o << 16) | i
+    }
+}
+
+/// Decodes the IP layer of a frame of the given link type.
+pub fn decode_ip(link: crate::LinkType, frame: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
+    let l = decode_link(link, frame)?;
+    let ip_bytes = frame.get(l.ip_offset..).ok_or(DecodeError::TruncatedLink)?;
+    let (ip, _ext_err) =
+        etherparse::LaxIpSlice::from_slice(ip_bytes).map_err(|_| DecodeError::BadIpHeader)?;
+    let payload = ip.payload();
+    let payload_start =
+        (payload.payload.as_ptr() as usize).saturating_sub(ip_bytes.as_ptr() as usize);
+    let (ip_len, fragment) = match &ip {
+        etherparse::LaxIpSlice::Ipv4(v4) => {
+            let h = v4.header();
+            let frag = if h.more_fragments() || h.fragments_offset().value() != 0 {
+                Some(FragmentInfo {
+                    id: u32::from(h.identification()),
+                    offset: u32::from(h.fragments_offset().value()) * 8,
+                    more: h.more_fragments(),
+                })
+            } else {
+                None
+            };
+            let total = u32::from(h.total_len());
+            // A zero or undersized total length (TSO captures) falls back to what is present.
+            let ip_len = if total < u32::from(h.ihl()) * 4 {
+                ip_bytes.len() as u32
+            } else {
+                total
+            };
+            (ip_len, frag)
+        }
+        etherparse::LaxIpSlice::Ipv6(v6) => {
+            let plen = u32::from(v6.header().payload_length());
+            let ip_len = if plen == 0 {
+                ip_bytes.len() as u32
+            } else {
+                40 + plen
+            };
+            let mut frag = None;
+            for ext in v6.extensions().clone().into_iter() {
+                if let etherparse::Ipv6ExtensionSlice::Fragment(f) = ext {
+                    if f.is_fragmenting_payload() {
+                        frag = Some(FragmentInfo {
+                            id: f.identification(),
+                            offset: u32::from(f.fragment_offset().value()) * 8,
+                            more: f.more_fragments(),
+                        });
+                    }
+                }
+            }
+            (ip_len, frag)
+        }
+    };
+    let payload_wire_len = ip_len.saturating_sub(payload_start as u32);
+    let truncated = (payload.payload.len() as u64) < u64::from(payload_wire_len);
+    Ok(NetPacket {
+        vlan: l.vlan,
+        inner_vlan: l.inner_vlan,
+        src: ip.source_addr(),
+        dst: ip.destination_addr(),
+        proto: payload.ip_number.0,
+        ip_len,
+        ip_offset: l.ip_offset,
+        fragment,
+        payload: payload.payload,
+        payload_wire_len: payload_wire_len.max(payload.payload.len() as u32),
+        truncated,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::LinkType;
+    use etherparse::PacketBuilder;
+
+    fn tcp_frame(payload: &[u8]) -> Vec<u8> {
+        let b = PacketBuilder::ethernet2([1; 6], [2; 6])
+            .single_vlan(etherparse::VlanId::try_new(42).unwrap())
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(1234, 80, 1000, 65535)
+            .psh()
+            .ack(77);
+        let mut v = Vec::new();
+        b.write(&mut v, payload).unwrap();
+        v
+    }
+
+    #[test]
+    fn ethernet_vlan_ipv4_tcp() {
+        let f = tcp_frame(b"hello");
+        let p = decode_ip(LinkType::ETHERNET, &f).unwrap();
+        assert_eq!(p.vlan, Some(42));
+        assert_eq!(p.proto, 6);
+        assert_eq!(p.ip_len, 20 + 20 + 5);
+        assert!(!p.truncated);
+        let t = decode_transport(p.proto, p.payload, p.payload_wire_len).unwrap();
+        match t {
+            Transport::Tcp(s) => {
+                assert_eq!((s.src_port, s.dst_port, s.seq, s.ack), (1234, 80, 1000, 77));
+                assert_eq!(s.payload, b"hello");
+                assert!(s.flags.contains(TcpFlags::PSH | TcpFlags::ACK));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn snaplen_cut_is_flagged_not_overread() {
+        let f = tcp_frame(&[7u8; 100]);
+        let cut = &f[..f.len() - 60];
+        let p = decode_ip(LinkType::ETHERNET, cut).unwrap();
+        assert!(p.truncated);
+        assert_eq!(p.ip_len, 140);
+        let Transport::Tcp(s) = decode_transport(p.proto, p.payload, p.payload_wire_len).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(s.payload.len(), 40);
+        assert_eq!(s.payload_wire_len, 100);
+    }
+
+    #[test]
+    fn every_prefix_decodes_without_panic() {
+        let f = tcp_frame(b"0123456789");
+        for n in 0..=f.len() {
+            if let Ok(p) = decode_ip(LinkType::ETHERNET, &f[..n]) {
+                let _ = decode_transport(p.proto, p.payload, p.payload_wire_len);
+            }
+        }
+    }
+
+    #[test]
+    fn ipv6_udp_raw() {
+        let b = PacketBuilder::ipv6([1; 16], [2; 16], 5).udp(53, 5353);
+        let mut v = Vec::new();
+        b.write(&mut v, b"abc").unwrap();
+        let p = decode_ip(LinkType::RAW, &v).unwrap();
+        assert_eq!(p.proto, 17);
+        assert_eq!(p.ip_len, 40 + 8 + 3);
+        let Transport::Udp(u) = decode_transport(p.proto, p.payload, p.payload_wire_len).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((u.src_port, u.dst_port, u.payload), (53, 5353, &b"abc"[..]));
+    }
+}

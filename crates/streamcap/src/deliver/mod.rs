@@ -1,1 +1,15 @@
-//! deliver
+//! What the application receives: stream descriptors, chunks of stream data,
+//! events, and the memory budget that bounds everything held for delivery.
+
+mod budget;
+mod chunk;
+mod handler;
+mod stream;
+
+pub use budget::Budget;
+pub(crate) use chunk::ChunkBuf;
+pub use chunk::{Chunk, DataReason, Gap, PacketRecord};
+pub use handler::{Callbacks, FlowEnd, Handler};
+pub use stream::{
+    EndReason, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
+};

@@ -1,1 +1,8 @@
-//! flow
+//! Which connection a packet belongs to: bidirectional flow keys and the flow
+//! table with inactivity expiry.
+
+mod key;
+mod table;
+
+pub use key::{Direction, FlowKey, Side};
+pub use table::{FlowTable, ListId};

@@ -139,7 +139,6 @@ impl FromStr for OverlapPolicy {
 
 #[cfg(test)]
 mod tests {
-    use super::OverlapPolicy::*;
     use super::*;
 
     #[test]
@@ -164,13 +163,21 @@ mod tests {
             (inside, false, [false, true, false, false, false, false]),
             (right, false, [false, true, true, true, true, false]),
             (cover_earlier, false, [false, true, true, true, true, true]),
-            (same_start_longer, false, [false, true, true, false, false, true]),
+            (
+                same_start_longer,
+                false,
+                [false, true, true, false, false, true],
+            ),
             (same, true, [false, true, false, false, false, false]),
             (same, false, [false, true, false, false, false, true]),
         ];
         for ((old, new), hole, want) in cases {
             for (p, w) in OverlapPolicy::ALL.into_iter().zip(want) {
-                assert_eq!(p.new_wins(old, new, hole), w, "{p} old={old:?} new={new:?} hole={hole}");
+                assert_eq!(
+                    p.new_wins(old, new, hole),
+                    w,
+                    "{p} old={old:?} new={new:?} hole={hole}"
+                );
             }
         }
     }

@@ -43,7 +43,12 @@ pub struct SourceError {
 impl SourceError {
     /// Builds an error for `file` at `record`.
     pub fn new(file: impl Into<PathBuf>, record: Option<u64>, kind: SourceErrorKind) -> Self {
-        SourceError { file: file.into(), record, offset: None, kind }
+        SourceError {
+            file: file.into(),
+            record,
+            offset: None,
+            kind,
+        }
     }
 
     /// Adds the byte offset.

@@ -9,7 +9,9 @@ pub struct FileSource {
 impl FileSource {
     /// Opens a capture file.
     pub fn open(path: impl AsRef<std::path::Path>) -> Result<FileSource, SourceError> {
-        Ok(FileSource { name: path.as_ref().display().to_string() })
+        Ok(FileSource {
+            name: path.as_ref().display().to_string(),
+        })
     }
 }
 

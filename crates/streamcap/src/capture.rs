@@ -1,0 +1,176 @@
+//! The builder API that ties a source, a configuration and a handler together.
+
+use crate::config::{Config, ReassemblyMode};
+use crate::deliver::Handler;
+use crate::engine::Worker;
+use crate::reassembly::policy::OverlapPolicy;
+use crate::source::{FileSource, PacketSource, SourceError};
+use crate::stats::GlobalStats;
+use std::path::Path;
+
+/// A configured capture: build it with [`Capture::builder`], run it on a
+/// source with [`Capture::run`] or on a file with [`Capture::run_file`].
+///
+/// ```no_run
+/// use streamcap::{Capture, deliver::Callbacks};
+/// let cb = Callbacks::<()>::new().on_close(|s| {
+///     let (ip, port) = s.src();
+///     println!("{ip}:{port} sent {} bytes", s.info().counters.stream_bytes);
+/// });
+/// let report = Capture::builder().cutoff(0).build().run_file("trace.pcap", cb)?;
+/// println!("{} packets", report.stats.packets);
+/// # Ok::<(), streamcap::SourceError>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Capture {
+    cfg: Config,
+    max_packets: Option<u64>,
+}
+
+/// What a run produced: the handler (with whatever it collected), the final
+/// statistics, and the input error that ended the run early, if any.
+///
+/// An input error does not lose what was processed before it: every open
+/// stream was still terminated and delivered, and `stats` covers it all.
+pub struct Report<H> {
+    /// The handler, after every event was delivered.
+    pub handler: H,
+    /// Final statistics.
+    pub stats: GlobalStats,
+    /// The input error that stopped reading, if any.
+    pub error: Option<SourceError>,
+}
+
+impl Capture {
+    /// A builder with the default configuration.
+    pub fn builder() -> CaptureBuilder {
+        CaptureBuilder {
+            cap: Capture::default(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Runs over every packet of `source`, then terminates all open streams.
+    pub fn run<H: Handler>(&self, source: &mut dyn PacketSource, handler: H) -> Report<H> {
+        let mut worker = Worker::new(self.cfg.clone(), handler);
+        let mut error = None;
+        let mut n = 0u64;
+        while self.max_packets.is_none_or(|m| n < m) {
+            match source.next_packet() {
+                None => break,
+                Some(Ok(p)) => worker.process(&p),
+                Some(Err(e)) => {
+                    error = Some(e);
+                    break;
+                }
+            }
+            n += 1;
+        }
+        let stats = worker.finish();
+        Report {
+            handler: worker.into_handler(),
+            stats,
+            error,
+        }
+    }
+
+    /// Opens a pcap or pcapng file and runs over it. Fails only if the file
+    /// cannot be opened or its header is invalid; later input errors are in
+    /// [`Report::error`].
+    pub fn run_file<H: Handler>(
+        &self,
+        path: impl AsRef<Path>,
+        handler: H,
+    ) -> Result<Report<H>, SourceError> {
+        let mut src = FileSource::open(path)?;
+        Ok(self.run(&mut src, handler))
+    }
+}
+
+/// Builds a [`Capture`] (Scap Table II as methods).
+#[derive(Clone, Debug)]
+pub struct CaptureBuilder {
+    cap: Capture,
+}
+
+impl CaptureBuilder {
+    /// Starts from an explicit configuration.
+    pub fn config(mut self, cfg: Config) -> Self {
+        self.cap.cfg = cfg;
+        self
+    }
+    /// Memory for stream data, bytes (Scap `memory_size`).
+    pub fn memory_size(mut self, bytes: usize) -> Self {
+        self.cap.cfg.memory_size = bytes;
+        self
+    }
+    /// Reassembly mode.
+    pub fn mode(mut self, mode: ReassemblyMode) -> Self {
+        self.cap.cfg.mode = mode;
+        self
+    }
+    /// Default overlap policy.
+    pub fn policy(mut self, policy: OverlapPolicy) -> Self {
+        self.cap.cfg.policy = policy;
+        self
+    }
+    /// Record per-packet metadata with each chunk.
+    pub fn need_packets(mut self, yes: bool) -> Self {
+        self.cap.cfg.need_packets = yes;
+        self
+    }
+    /// Default cutoff, bytes per stream (0 = statistics only).
+    pub fn cutoff(mut self, bytes: u64) -> Self {
+        self.cap.cfg.cutoff = Some(bytes);
+        self
+    }
+    /// Cutoff per direction (Scap `scap_add_cutoff_direction`).
+    pub fn cutoff_direction(mut self, dir: crate::flow::Direction, bytes: u64) -> Self {
+        match dir {
+            crate::flow::Direction::Orig => self.cap.cfg.cutoff_orig = Some(bytes),
+            crate::flow::Direction::Resp => self.cap.cfg.cutoff_resp = Some(bytes),
+        }
+        self
+    }
+    /// Chunk size, bytes.
+    pub fn chunk_size(mut self, bytes: usize) -> Self {
+        self.cap.cfg.chunk_size = bytes.max(1);
+        self
+    }
+    /// Overlap between consecutive chunks, bytes.
+    pub fn overlap(mut self, bytes: usize) -> Self {
+        self.cap.cfg.overlap = bytes;
+        self
+    }
+    /// Flush timeout, seconds of packet time.
+    pub fn flush_timeout(mut self, secs: f64) -> Self {
+        self.cap.cfg.flush_timeout = Some((secs.max(0.0) * 1e9) as u64);
+        self
+    }
+    /// Inactivity timeout for all protocols, seconds.
+    pub fn inactivity_timeout(mut self, secs: f64) -> Self {
+        let ns = (secs.max(0.0) * 1e9) as u64;
+        self.cap.cfg.tcp_timeout = ns;
+        self.cap.cfg.udp_timeout = ns;
+        self.cap.cfg.other_timeout = ns;
+        self
+    }
+    /// Most flows tracked at once.
+    pub fn max_flows(mut self, n: usize) -> Self {
+        self.cap.cfg.max_flows = n.max(1);
+        self
+    }
+    /// Stop after this many packets.
+    pub fn max_packets(mut self, n: u64) -> Self {
+        self.cap.max_packets = Some(n);
+        self
+    }
+    /// The capture.
+    pub fn build(self) -> Capture {
+        self.cap
+    }
+}

@@ -1,0 +1,131 @@
+//! Configuration (Scap Table II): memory, reassembly mode, cutoffs, chunking,
+//! timeouts and limits.
+
+use crate::decode::defrag::DefragConfig;
+use crate::reassembly::policy::OverlapPolicy;
+use std::fmt;
+use std::str::FromStr;
+
+/// How TCP streams are reassembled.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum ReassemblyMode {
+    /// Best effort: pick up connections mid-stream; a hole is given up (its
+    /// bytes counted missing, the gap flagged) as soon as the receiver
+    /// acknowledges data past it while later data is waiting, when the
+    /// out-of-order limits are reached, or at termination.
+    #[default]
+    Fast,
+    /// Evasion-safe: only connections whose handshake (SYN and SYN-ACK) was seen
+    /// are reassembled (others are counted as discarded and flagged
+    /// `no_handshake`); holes are held until the out-of-order limits are
+    /// reached or the connection terminates; acknowledgments are not trusted.
+    Strict,
+}
+
+impl fmt::Display for ReassemblyMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ReassemblyMode::Fast => "fast",
+            ReassemblyMode::Strict => "strict",
+        })
+    }
+}
+
+impl FromStr for ReassemblyMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "fast" => Ok(ReassemblyMode::Fast),
+            "strict" => Ok(ReassemblyMode::Strict),
+            _ => Err(format!(
+                "unknown reassembly mode {s:?} (expected fast or strict)"
+            )),
+        }
+    }
+}
+
+/// Everything that configures a worker. Build it with [`crate::Capture::builder`]
+/// or start from `Config::default()` and set fields.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Bytes of stream data (chunks, out-of-order segments, packet records) held at most.
+    pub memory_size: usize,
+    /// TCP reassembly mode.
+    pub mode: ReassemblyMode,
+    /// Default overlap policy.
+    pub policy: OverlapPolicy,
+    /// Record per-packet metadata for each chunk ([`crate::deliver::Chunk::packets`]).
+    pub need_packets: bool,
+    /// Default cutoff in bytes per stream (`None`: unlimited). 0 = statistics only.
+    pub cutoff: Option<u64>,
+    /// Cutoff for streams from the initiator, overriding `cutoff`.
+    pub cutoff_orig: Option<u64>,
+    /// Cutoff for streams from the responder, overriding `cutoff`.
+    pub cutoff_resp: Option<u64>,
+    /// Bytes per chunk.
+    pub chunk_size: usize,
+    /// Bytes of each chunk repeated at the start of the next.
+    pub overlap: usize,
+    /// Deliver a partial chunk this long (ns of packet time) after its first byte.
+    pub flush_timeout: Option<u64>,
+    /// Default stream priority.
+    pub priority: u8,
+    /// Inactivity timeout of TCP connections, ns.
+    pub tcp_timeout: u64,
+    /// Inactivity timeout of UDP flows, ns.
+    pub udp_timeout: u64,
+    /// Inactivity timeout of other flows, ns.
+    pub other_timeout: u64,
+    /// How long a closed (FIN/RST) TCP connection lingers to absorb late packets, ns.
+    pub close_linger: u64,
+    /// Most flows tracked at once; beyond it the least recently active is evicted.
+    pub max_flows: usize,
+    /// Out-of-order data bytes held per stream before the first hole is given up.
+    pub max_ooo_bytes: usize,
+    /// Out-of-order ranges held per stream before the first hole is given up.
+    pub max_ooo_segments: usize,
+    /// A segment starting further than this past the delivery point is ignored and flagged `bad_seq`.
+    pub max_seq_jump: u64,
+    /// IP fragment reassembly settings.
+    pub defrag: DefragConfig,
+}
+
+const SEC: u64 = 1_000_000_000;
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            memory_size: 512 << 20,
+            mode: ReassemblyMode::Fast,
+            policy: OverlapPolicy::default(),
+            need_packets: false,
+            cutoff: None,
+            cutoff_orig: None,
+            cutoff_resp: None,
+            chunk_size: 16 << 10,
+            overlap: 0,
+            flush_timeout: None,
+            priority: 0,
+            tcp_timeout: 300 * SEC,
+            udp_timeout: 60 * SEC,
+            other_timeout: 60 * SEC,
+            close_linger: 5 * SEC,
+            max_flows: 1 << 20,
+            max_ooo_bytes: 1 << 20,
+            max_ooo_segments: 2048,
+            max_seq_jump: 1 << 30,
+            defrag: DefragConfig::default(),
+        }
+    }
+}
+
+impl Config {
+    /// The cutoff for a stream in `dir` (u64::MAX = none).
+    pub fn cutoff_for(&self, dir: crate::flow::Direction) -> u64 {
+        let c = match dir {
+            crate::flow::Direction::Orig => self.cutoff_orig.or(self.cutoff),
+            crate::flow::Direction::Resp => self.cutoff_resp.or(self.cutoff),
+        };
+        c.unwrap_or(u64::MAX)
+    }
+}

@@ -1,0 +1,152 @@
+//! Link-layer headers: where the IP header starts and which VLANs tag it.
+
+use super::DecodeError;
+use crate::LinkType;
+
+/// The result of reading a link-layer header.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LinkInfo {
+    /// Offset of the IP header in the frame.
+    pub ip_offset: usize,
+    /// Outer VLAN id.
+    pub vlan: Option<u16>,
+    /// Inner VLAN id (QinQ).
+    pub inner_vlan: Option<u16>,
+}
+
+/// Alias kept for the public API: link errors are [`DecodeError`]s.
+pub type LinkError = DecodeError;
+
+const ETH_IPV4: u16 = 0x0800;
+const ETH_IPV6: u16 = 0x86dd;
+const ETH_VLAN: u16 = 0x8100;
+const ETH_QINQ: u16 = 0x88a8;
+const ETH_QINQ_OLD: u16 = 0x9100;
+
+fn be16(b: &[u8], at: usize) -> Result<u16, DecodeError> {
+    b.get(at..at + 2)
+        .map(|s| u16::from_be_bytes([s[0], s[1]]))
+        .ok_or(DecodeError::TruncatedLink)
+}
+
+/// Finds the IP header of a frame: reads Ethernet (with any number of VLAN
+/// tags, the first two reported), Linux SLL/SLL2, BSD loopback and raw IP.
+pub fn decode_link(link: LinkType, frame: &[u8]) -> Result<LinkInfo, DecodeError> {
+    let mut info = LinkInfo {
+        ip_offset: 0,
+        vlan: None,
+        inner_vlan: None,
+    };
+    let (mut ethertype, mut off) = match link {
+        LinkType::ETHERNET => (be16(frame, 12)?, 14),
+        LinkType::LINUX_SLL => (be16(frame, 14)?, 16),
+        LinkType::LINUX_SLL2 => (be16(frame, 0)?, 20),
+        LinkType::NULL | LinkType::LOOP => {
+            let b = frame.get(..4).ok_or(DecodeError::TruncatedLink)?;
+            // The family is in the writer's byte order (NULL) or network order (LOOP):
+            // accept either by looking at whichever end is non-zero.
+            let fam = if b[0] == 0 && b[1] == 0 {
+                u32::from(b[3])
+            } else {
+                u32::from(b[0])
+            };
+            let et = match fam {
+                2 => ETH_IPV4,
+                24 | 28 | 30 => ETH_IPV6,
+                _ => return Err(DecodeError::NotIp),
+            };
+            (et, 4)
+        }
+        LinkType::RAW | LinkType::RAW_BSD12 | LinkType::RAW_BSD14 => {
+            let v = frame.first().ok_or(DecodeError::TruncatedLink)? >> 4;
+            match v {
+                4 => (ETH_IPV4, 0),
+                6 => (ETH_IPV6, 0),
+                _ => return Err(DecodeError::BadIpHeader),
+            }
+        }
+        LinkType::IPV4 => (ETH_IPV4, 0),
+        LinkType::IPV6 => (ETH_IPV6, 0),
+        _ => return Err(DecodeError::UnsupportedLink),
+    };
+    let mut tags = 0;
+    while matches!(ethertype, ETH_VLAN | ETH_QINQ | ETH_QINQ_OLD) {
+        let tci = be16(frame, off)?;
+        let id = tci & 0x0fff;
+        match tags {
+            0 => info.vlan = Some(id),
+            1 => info.inner_vlan = Some(id),
+            _ => {}
+        }
+        tags += 1;
+        if tags > 8 {
+            return Err(DecodeError::TruncatedLink);
+        }
+        ethertype = be16(frame, off + 2)?;
+        off += 4;
+    }
+    match ethertype {
+        ETH_IPV4 | ETH_IPV6 => {
+            info.ip_offset = off;
+            if off >= frame.len() {
+                return Err(DecodeError::TruncatedLink);
+            }
+            Ok(info)
+        }
+        _ => Err(DecodeError::NotIp),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sll_and_sll2_and_null() {
+        let mut sll = vec![0u8; 16];
+        sll[14..16].copy_from_slice(&ETH_IPV6.to_be_bytes());
+        sll.push(0x60);
+        assert_eq!(
+            decode_link(LinkType::LINUX_SLL, &sll).unwrap().ip_offset,
+            16
+        );
+        let mut sll2 = vec![0u8; 20];
+        sll2[0..2].copy_from_slice(&ETH_IPV4.to_be_bytes());
+        sll2.push(0x45);
+        assert_eq!(
+            decode_link(LinkType::LINUX_SLL2, &sll2).unwrap().ip_offset,
+            20
+        );
+        let null = [2u8, 0, 0, 0, 0x45];
+        assert_eq!(decode_link(LinkType::NULL, &null).unwrap().ip_offset, 4);
+        let lo = [0u8, 0, 0, 30, 0x60];
+        assert_eq!(decode_link(LinkType::LOOP, &lo).unwrap().ip_offset, 4);
+    }
+
+    #[test]
+    fn qinq_and_arp() {
+        let mut f = vec![0u8; 12];
+        f.extend_from_slice(&ETH_QINQ.to_be_bytes());
+        f.extend_from_slice(&100u16.to_be_bytes());
+        f.extend_from_slice(&ETH_VLAN.to_be_bytes());
+        f.extend_from_slice(&200u16.to_be_bytes());
+        f.extend_from_slice(&ETH_IPV4.to_be_bytes());
+        f.push(0x45);
+        let i = decode_link(LinkType::ETHERNET, &f).unwrap();
+        assert_eq!(
+            (i.vlan, i.inner_vlan, i.ip_offset),
+            (Some(100), Some(200), 22)
+        );
+        let mut arp = vec![0u8; 12];
+        arp.extend_from_slice(&0x0806u16.to_be_bytes());
+        arp.push(0);
+        assert_eq!(
+            decode_link(LinkType::ETHERNET, &arp),
+            Err(DecodeError::NotIp)
+        );
+        assert_eq!(
+            decode_link(LinkType::ETHERNET, &arp[..5]),
+            Err(DecodeError::TruncatedLink)
+        );
+    }
+}

@@ -1,0 +1,1167 @@
+//! The worker: one flow shard's whole data path, from a captured frame to the
+//! application's callbacks.
+//!
+//! A [`Worker`] owns its flow table, its memory budget, its fragment
+//! reassembler and its handler, so N workers can run side by side, each on its
+//! own shard of flows. Time is packet time: the worker's clock is the highest
+//! timestamp seen, so offline results do not depend on how fast the input is
+//! read.
+
+use crate::config::{Config, ReassemblyMode};
+use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment};
+use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
+use crate::deliver::{
+    Budget, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Handler, PacketRecord, Stream,
+    StreamErrors, StreamInfo, StreamParams, StreamStatus,
+};
+use crate::flow::{Direction, FlowKey, FlowTable, ListId, Side};
+use crate::reassembly::assembler::{Assembler, Incoming, Stored};
+use crate::reassembly::tcp::TcpDir;
+use crate::source::RawPacket;
+use crate::stats::{end_index, GlobalStats, ProtoClass};
+use crate::time::Timestamp;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::time::Instant;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    Tcp,
+    Udp,
+    Other,
+}
+
+impl Kind {
+    fn list(self) -> ListId {
+        match self {
+            Kind::Tcp => ListId::Tcp,
+            Kind::Udp => ListId::Udp,
+            Kind::Other => ListId::Other,
+        }
+    }
+}
+
+/// Zeek-style connection history: one letter per event kind and direction,
+/// in order of first occurrence.
+#[derive(Clone, Default)]
+struct History {
+    buf: [u8; 16],
+    len: u8,
+    seen: u16,
+}
+
+const HISTORY_LETTERS: &[u8; 8] = b"SHADFRTG";
+
+impl History {
+    fn push(&mut self, letter: u8, orig: bool) {
+        let Some(i) = HISTORY_LETTERS.iter().position(|&c| c == letter) else {
+            return;
+        };
+        let bit = 1u16 << (i + if orig { 0 } else { 8 });
+        if self.seen & bit == 0 && (self.len as usize) < self.buf.len() {
+            self.seen |= bit;
+            self.buf[self.len as usize] = if orig {
+                letter
+            } else {
+                letter.to_ascii_lowercase()
+            };
+            self.len += 1;
+        }
+    }
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len as usize]).unwrap_or("")
+    }
+}
+
+struct DirState<S> {
+    info: StreamInfo,
+    buf: ChunkBuf,
+    tcp: TcpDir,
+    ooo: Option<Box<Assembler>>,
+    user: S,
+}
+
+struct Conn<S> {
+    kind: Kind,
+    orig_side: Side,
+    dirs: [DirState<S>; 2],
+    closing: Option<EndReason>,
+    first: Timestamp,
+    last: Timestamp,
+    /// bit 0: SYN from the initiator; bit 1: SYN-ACK from the responder.
+    handshake: u8,
+    history: History,
+}
+
+fn pair<S>(dirs: &mut [DirState<S>; 2], side: Side) -> (&mut DirState<S>, &mut DirState<S>) {
+    let (a, b) = dirs.split_at_mut(1);
+    match side {
+        Side::A => (&mut a[0], &mut b[0]),
+        Side::B => (&mut b[0], &mut a[0]),
+    }
+}
+
+type FlushQueue = BinaryHeap<Reverse<(u64, u32, u64, u8)>>;
+
+/// What a stream's bytes go through: the context of one direction while the
+/// engine commits bytes to it and delivers chunks to the handler.
+struct Cx<'a, H: Handler> {
+    handler: &'a mut H,
+    key: &'a FlowKey,
+    side: Side,
+    me: &'a mut DirState<H::State>,
+    opp: &'a StreamInfo,
+    budget: &'a mut Budget,
+    flush: &'a mut FlushQueue,
+    slot: u32,
+    now: Timestamp,
+    /// Strict mode without a handshake: everything is discarded.
+    reject: bool,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum GapKind {
+    Missing,
+    Dropped,
+    Discarded,
+}
+
+impl<H: Handler> Cx<'_, H> {
+    fn call<R>(&mut self, f: impl FnOnce(&mut H, &mut Stream<'_, H::State>) -> R) -> R {
+        let t0 = Instant::now();
+        let mut s = Stream {
+            info: &mut self.me.info,
+            opposite: self.opp,
+            key: self.key,
+            side: self.side,
+            state: &mut self.me.user,
+        };
+        let r = f(self.handler, &mut s);
+        self.me.info.processing_ns += t0.elapsed().as_nanos() as u64;
+        r
+    }
+
+    fn cutoff_now(&self) -> u64 {
+        let c = self.me.info.params.cutoff;
+        if self.me.info.discard || self.reject {
+            c.min(self.me.tcp.next)
+        } else {
+            c
+        }
+    }
+
+    /// Hands the buffered new bytes to the data callback.
+    fn deliver(&mut self, reason: DataReason) {
+        if self.me.buf.fresh_len() == 0 {
+            return;
+        }
+        let buf = std::mem::take(&mut self.me.buf);
+        let chunk = Chunk {
+            data: &buf.data,
+            offset: buf.start,
+            new_from: buf.fresh,
+            reason,
+            gap: buf.gap,
+            packets: &buf.packets,
+        };
+        self.me.info.chunks += 1;
+        self.me.info.keep = false;
+        self.call(|h, s| h.on_data(s, &chunk));
+        let keep = std::mem::take(&mut self.me.info.keep);
+        let p = self.me.info.params;
+        let overlap = p.overlap.min(p.chunk_size / 2);
+        self.me.buf = buf;
+        self.me.buf.consume(keep, overlap, self.budget);
+    }
+
+    /// Appends bytes at the delivery point, delivering full chunks. Stops early
+    /// if a callback lowers the cutoff; returns how many bytes were accounted.
+    fn commit_data(&mut self, data: &[u8]) -> usize {
+        let mut done = 0;
+        while done < data.len() {
+            let limit = self.cutoff_now();
+            let next = self.me.tcp.next;
+            if next >= limit {
+                break;
+            }
+            let cs = self.me.info.params.chunk_size.max(1);
+            let room = cs.saturating_sub(self.me.buf.fill()).max(1);
+            let take = room
+                .min(data.len() - done)
+                .min((limit - next).min(usize::MAX as u64) as usize);
+            if !self.budget.try_charge(take) {
+                let rest = (data.len() - done) as u64;
+                self.commit_gap(rest, GapKind::Dropped);
+                return data.len();
+            }
+            let buf = &mut self.me.buf;
+            if buf.data.capacity() == 0 {
+                buf.data.reserve_exact(cs);
+            }
+            if buf.fresh_len() == 0 {
+                buf.pending_since = Some(self.now);
+                if let Some(ft) = self.me.info.params.flush_timeout {
+                    self.flush.push(Reverse((
+                        self.now.0.saturating_add(ft),
+                        self.slot,
+                        self.me.info.conn_id,
+                        self.side as u8,
+                    )));
+                }
+            }
+            buf.data.extend_from_slice(&data[done..done + take]);
+            done += take;
+            let c = &mut self.me.info.counters;
+            c.captured += take as u64;
+            c.stream_bytes += take as u64;
+            self.me.tcp.next += take as u64;
+            if self.me.buf.fill() >= cs {
+                self.deliver(DataReason::Full);
+            }
+        }
+        done
+    }
+
+    /// Accounts `len` bytes at the delivery point that will not be delivered.
+    fn commit_gap(&mut self, len: u64, kind: GapKind) {
+        if len == 0 {
+            return;
+        }
+        self.deliver(DataReason::Gap);
+        let off = self.me.tcp.next;
+        self.me.buf.note_gap(off, len, self.budget);
+        let info = &mut self.me.info;
+        let c = &mut info.counters;
+        c.stream_bytes += len;
+        match kind {
+            GapKind::Missing => {
+                c.missing += len;
+                info.errors.insert(StreamErrors::GAP);
+            }
+            GapKind::Dropped => {
+                c.dropped += len;
+                info.errors
+                    .insert(StreamErrors::GAP.union(StreamErrors::DROPPED));
+            }
+            GapKind::Discarded => c.discarded += len,
+        }
+        self.me.tcp.next += len;
+    }
+
+    /// Commits stored ranges that start at the delivery point.
+    fn drain(&mut self) {
+        loop {
+            let next = self.me.tcp.next;
+            let Some(a) = self.me.ooo.as_mut() else {
+                return;
+            };
+            let Some((start, end, what)) = a.pop_front(next) else {
+                return;
+            };
+            if end <= next {
+                if let Stored::Data(d) = what {
+                    self.budget.release(d.len());
+                }
+                continue;
+            }
+            let skip = (next - start) as usize;
+            match what {
+                Stored::Data(d) => {
+                    self.budget.release(d.len());
+                    let consumed = self.commit_data(d.get(skip..).unwrap_or(&[]));
+                    if consumed < d.len() - skip {
+                        // A callback lowered the cutoff: the rest is settled as discarded.
+                        return;
+                    }
+                }
+                Stored::Dropped => self.commit_gap(end - next, GapKind::Dropped),
+                Stored::Missing => self.commit_gap(end - next, GapKind::Missing),
+            }
+        }
+    }
+
+    /// Gives up the hole before the first stored range.
+    fn skip_hole(&mut self) -> bool {
+        let Some(first) = self.me.ooo.as_ref().and_then(|a| a.first_start()) else {
+            return false;
+        };
+        let next = self.me.tcp.next;
+        if first > next {
+            self.commit_gap(first - next, GapKind::Missing);
+        }
+        self.drain();
+        true
+    }
+
+    fn enforce_ooo_limits(&mut self, cfg: &Config) {
+        while let Some(a) = self.me.ooo.as_ref() {
+            if a.data_bytes() <= cfg.max_ooo_bytes && a.segments() <= cfg.max_ooo_segments {
+                break;
+            }
+            if !self.skip_hole() {
+                break;
+            }
+        }
+    }
+
+    /// Once the delivery point reaches the cutoff: the last chunk goes out and
+    /// the rest of the sequence space is counted as discarded.
+    fn settle_cutoff(&mut self) {
+        let limit = self.cutoff_now();
+        if self.me.tcp.next < limit {
+            return;
+        }
+        self.deliver(DataReason::Cutoff);
+        if !self.me.info.discard && !self.reject {
+            self.me.info.cutoff_exceeded = true;
+        }
+        if let Some(a) = self.me.ooo.as_mut() {
+            a.clear(self.budget);
+        }
+        let t = &self.me.tcp;
+        if t.max_end > t.next {
+            self.commit_gap(t.max_end - t.next, GapKind::Discarded);
+        }
+    }
+
+    fn check_conflict(&mut self, start: u64, bytes: &[u8]) {
+        let buf = &self.me.buf;
+        let a = start.max(buf.start);
+        let b = (start + bytes.len() as u64).min(buf.end());
+        if a >= b {
+            return;
+        }
+        let old = &buf.data[(a - buf.start) as usize..(b - buf.start) as usize];
+        let new = &bytes[(a - start) as usize..(b - start) as usize];
+        if old != new {
+            self.me.info.counters.overlap_conflicts += 1;
+            self.me.info.errors.insert(StreamErrors::OVERLAP_CONFLICT);
+        }
+    }
+
+    /// Processes TCP payload: `present` bytes captured of `wire` bytes on the
+    /// wire, starting at stream offset `off` (may be negative: before the start).
+    fn tcp_data(&mut self, off: i64, present: &[u8], wire: u64, cfg: &Config) {
+        let end = off.saturating_add(wire as i64);
+        if end <= 0 {
+            self.me.info.counters.retransmitted += wire;
+            return;
+        }
+        let mut present = present;
+        let mut s = off;
+        if s < 0 {
+            let skip = s.unsigned_abs();
+            present = present.get(skip as usize..).unwrap_or(&[]);
+            self.me.info.counters.retransmitted += skip;
+            s = 0;
+        }
+        let (s, mut e) = (s as u64, end as u64);
+        if let Some(fin) = self.me.tcp.fin {
+            if s >= fin {
+                self.me.info.errors.insert(StreamErrors::DATA_AFTER_FIN);
+                return;
+            }
+            e = e.min(fin);
+        }
+        if s > self.me.tcp.next.saturating_add(cfg.max_seq_jump) {
+            self.me.info.errors.insert(StreamErrors::BAD_SEQ);
+            return;
+        }
+        let present_end = (s + present.len() as u64).min(e);
+        let next = self.me.tcp.next;
+        if s < next {
+            let re = e.min(next);
+            self.me.info.counters.retransmitted += re - s;
+            let pe = present_end.min(re);
+            if pe > s {
+                self.check_conflict(s, &present[..(pe - s) as usize]);
+            }
+        }
+        self.me.tcp.max_end = self.me.tcp.max_end.max(e);
+        let limit = self.cutoff_now();
+        let ns = s.max(next);
+        let ce = e.min(limit);
+        if ns < ce {
+            let pe = present_end.clamp(ns, ce);
+            let in_order = ns == next && self.me.ooo.as_ref().is_none_or(|a| a.is_empty());
+            if in_order {
+                let consumed = self.commit_data(&present[(ns - s) as usize..(pe - s) as usize]);
+                if consumed as u64 == pe - ns && ce > pe {
+                    self.me.info.errors.insert(StreamErrors::TRUNCATED);
+                    self.commit_gap(ce - pe, GapKind::Missing);
+                }
+            } else {
+                let policy = self.me.info.params.policy;
+                let a = self.me.ooo.get_or_insert_with(Default::default);
+                let mut out = Default::default();
+                if pe > ns {
+                    out = a.insert(
+                        ns,
+                        pe,
+                        Incoming::Data(&present[(ns - s) as usize..(pe - s) as usize]),
+                        policy,
+                        next,
+                        self.budget,
+                    );
+                }
+                if ce > pe {
+                    self.me.info.errors.insert(StreamErrors::TRUNCATED);
+                    a.insert(pe, ce, Incoming::Missing, policy, next, self.budget);
+                }
+                let c = &mut self.me.info.counters;
+                c.retransmitted += out.overlapped;
+                c.overlap_conflicts += out.conflicts;
+                if out.conflicts > 0 {
+                    self.me.info.errors.insert(StreamErrors::OVERLAP_CONFLICT);
+                }
+                if out.dropped > 0 {
+                    self.me.info.errors.insert(StreamErrors::DROPPED);
+                }
+                self.drain();
+                self.enforce_ooo_limits(cfg);
+            }
+        }
+        self.settle_cutoff();
+    }
+
+    /// Processes a UDP payload or another protocol's packet: appended at the
+    /// end of the stream (no sequence numbers).
+    fn datagram(&mut self, present: &[u8], wire: u64, per_packet: bool) {
+        let start = self.me.tcp.next;
+        let end = start + wire;
+        self.me.tcp.max_end = end;
+        let limit = self.cutoff_now();
+        let ce = end.min(limit.max(start));
+        let pe = (start + present.len() as u64).min(ce);
+        let consumed = self.commit_data(&present[..(pe - start) as usize]) as u64;
+        if consumed == pe - start && ce > pe {
+            self.me.info.errors.insert(StreamErrors::TRUNCATED);
+            self.commit_gap(ce - pe, GapKind::Missing);
+        }
+        if per_packet {
+            self.deliver(DataReason::Packet);
+        }
+        self.settle_cutoff();
+    }
+
+    /// Termination: every hole is given up, the last chunk delivered.
+    fn finish(&mut self) {
+        while self.skip_hole() {
+            if self.me.ooo.as_ref().is_none_or(|a| a.is_empty()) {
+                break;
+            }
+        }
+        let limit = self.cutoff_now();
+        let (next, max_end) = (self.me.tcp.next, self.me.tcp.max_end);
+        if max_end > next {
+            let missing_end = max_end.min(limit.max(next));
+            self.commit_gap(missing_end - next, GapKind::Missing);
+            let next = self.me.tcp.next;
+            self.commit_gap(max_end.saturating_sub(next), GapKind::Discarded);
+        }
+        self.deliver(DataReason::Termination);
+    }
+}
+
+/// One flow shard: decodes frames, tracks connections, reassembles streams,
+/// and calls the handler.
+///
+/// ```
+/// use streamcap::{engine::Worker, Config, deliver::Callbacks};
+/// let mut w = Worker::new(Config::default(), Callbacks::<()>::new());
+/// // feed frames with w.process(&raw_packet) ...
+/// let stats = w.finish();
+/// assert_eq!(stats.packets, 0);
+/// ```
+pub struct Worker<H: Handler> {
+    cfg: Config,
+    handler: H,
+    table: FlowTable<Conn<H::State>>,
+    budget: Budget,
+    defrag: Defragmenter,
+    flush: FlushQueue,
+    now: Timestamp,
+    next_conn_id: u64,
+    stats: GlobalStats,
+    scratch: Vec<u8>,
+}
+
+impl<H: Handler> Worker<H> {
+    /// A worker with configuration `cfg` delivering to `handler`.
+    pub fn new(cfg: Config, handler: H) -> Self {
+        Worker {
+            budget: Budget::new(cfg.memory_size),
+            defrag: Defragmenter::new(cfg.defrag.clone()),
+            cfg,
+            handler,
+            table: FlowTable::new(),
+            flush: BinaryHeap::new(),
+            now: Timestamp::ZERO,
+            next_conn_id: 0,
+            stats: GlobalStats::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &H {
+        &self.handler
+    }
+
+    /// The handler, mutably.
+    pub fn handler_mut(&mut self) -> &mut H {
+        &mut self.handler
+    }
+
+    /// Consumes the worker, returning the handler.
+    pub fn into_handler(self) -> H {
+        self.handler
+    }
+
+    /// Statistics so far (stream totals cover terminated streams only).
+    pub fn stats(&self) -> GlobalStats {
+        let mut s = self.stats.clone();
+        s.memory_peak = self.budget.peak();
+        s.memory_limit = self.budget.limit();
+        s.memory_refusals = self.budget.refusals();
+        s.defrag = self.defrag.stats().clone();
+        s
+    }
+
+    /// Flows currently tracked.
+    pub fn active_flows(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Memory budget in use, bytes.
+    pub fn memory_used(&self) -> usize {
+        self.budget.used()
+    }
+
+    /// The worker's clock: the latest packet time seen.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Processes one captured frame.
+    pub fn process(&mut self, pkt: &RawPacket<'_>) {
+        self.stats.packets += 1;
+        self.stats.wire_bytes += u64::from(pkt.orig_len);
+        if pkt.ts > self.now {
+            self.now = pkt.ts;
+        }
+        self.expire();
+        if pkt.is_truncated() {
+            self.stats.truncated_packets += 1;
+        }
+        let net = match decode_ip(pkt.link, pkt.data) {
+            Ok(n) => n,
+            Err(e) => {
+                self.stats.decode_errors[e.index()] += 1;
+                return;
+            }
+        };
+        self.stats.ip_packets += 1;
+        if let Some(f) = net.fragment {
+            self.stats.fragments += 1;
+            let key = FragKey {
+                src: net.src,
+                dst: net.dst,
+                id: f.id,
+                proto: net.proto,
+                vlan: net.vlan_key(),
+            };
+            let frag = Fragment {
+                offset: f.offset,
+                more: f.more,
+            };
+            match self
+                .defrag
+                .process(self.now, key, frag, net.payload, net.payload_wire_len)
+            {
+                DefragOutcome::Pending => {}
+                DefragOutcome::Complete(bytes) => {
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    scratch.clear();
+                    scratch.extend_from_slice(bytes);
+                    let header = net.ip_len.saturating_sub(net.payload_wire_len);
+                    let ip_len = header + scratch.len() as u32;
+                    self.handle_ip(&net, &scratch, scratch.len() as u32, ip_len, pkt.ts);
+                    self.scratch = scratch;
+                }
+            }
+            return;
+        }
+        self.handle_ip(&net, net.payload, net.payload_wire_len, net.ip_len, pkt.ts);
+    }
+
+    fn handle_ip(
+        &mut self,
+        net: &NetPacket<'_>,
+        payload: &[u8],
+        wire_len: u32,
+        ip_len: u32,
+        ts: Timestamp,
+    ) {
+        let t = match decode_transport(net.proto, payload, wire_len) {
+            Ok(t) => t,
+            Err(e) => {
+                self.stats.decode_errors[e.index()] += 1;
+                return;
+            }
+        };
+        self.stats.proto_packets[ProtoClass::of(net.proto) as usize] += 1;
+        match t {
+            Transport::Tcp(seg) => self.handle_tcp(net, &seg, ip_len, ts),
+            Transport::Udp(u) => {
+                let (key, side) =
+                    FlowKey::new(net.src, u.src_port, net.dst, u.dst_port, 17, net.vlan_key());
+                self.handle_datagram(
+                    key,
+                    side,
+                    Kind::Udp,
+                    u.payload,
+                    u.payload_wire_len,
+                    ip_len,
+                    ts,
+                );
+            }
+            Transport::Icmp(m) => {
+                let (key, side) = FlowKey::new(net.src, 0, net.dst, 0, net.proto, net.vlan_key());
+                self.handle_datagram(
+                    key,
+                    side,
+                    Kind::Other,
+                    m.payload,
+                    m.payload_wire_len,
+                    ip_len,
+                    ts,
+                );
+            }
+            Transport::Other {
+                payload,
+                payload_wire_len,
+            } => {
+                let (key, side) = FlowKey::new(net.src, 0, net.dst, 0, net.proto, net.vlan_key());
+                self.handle_datagram(
+                    key,
+                    side,
+                    Kind::Other,
+                    payload,
+                    payload_wire_len,
+                    ip_len,
+                    ts,
+                );
+            }
+        }
+    }
+
+    fn params_for(&self, dir: Direction) -> StreamParams {
+        StreamParams {
+            cutoff: self.cfg.cutoff_for(dir),
+            priority: self.cfg.priority,
+            chunk_size: self.cfg.chunk_size.max(1),
+            overlap: self.cfg.overlap,
+            flush_timeout: self.cfg.flush_timeout,
+            policy: self.cfg.policy,
+        }
+    }
+
+    fn create_conn(&mut self, key: FlowKey, orig_side: Side, kind: Kind, ts: Timestamp) -> u32 {
+        if self.table.len() >= self.cfg.max_flows.max(1) {
+            if let Some(victim) = self.table.eviction_candidate() {
+                self.terminate(victim, EndReason::Evicted);
+            }
+        }
+        let id = self.next_conn_id;
+        self.next_conn_id += 1;
+        let mk = |side: Side| {
+            let dir = if side == orig_side {
+                Direction::Orig
+            } else {
+                Direction::Resp
+            };
+            DirState {
+                info: StreamInfo::new(dir, id, self.params_for(dir)),
+                buf: ChunkBuf::default(),
+                tcp: TcpDir::default(),
+                ooo: None,
+                user: H::State::default(),
+            }
+        };
+        let conn = Conn {
+            kind,
+            orig_side,
+            dirs: [mk(Side::A), mk(Side::B)],
+            closing: None,
+            first: ts,
+            last: ts,
+            handshake: 0,
+            history: History::default(),
+        };
+        self.stats.flows_created[ProtoClass::of(key.proto()) as usize] += 1;
+        let idx = self.table.insert(key, kind.list(), self.now, conn);
+        self.stats.max_flows = self.stats.max_flows.max(self.table.len() as u64);
+        idx
+    }
+
+    /// Marks the direction as created (firing `on_create`) and counts the packet.
+    fn begin_packet(&mut self, idx: u32, side: Side, ip_len: u32, ts: Timestamp) {
+        let Some((key, conn)) = self.table.entry_mut(idx) else {
+            return;
+        };
+        conn.last = conn.last.max(ts);
+        let (me, opp) = pair(&mut conn.dirs, side);
+        me.info.counters.pkts += 1;
+        me.info.counters.bytes += u64::from(ip_len);
+        me.info.end = me.info.end.max(ts);
+        if !me.info.created {
+            me.info.created = true;
+            me.info.start = ts;
+            self.stats.streams += 1;
+            let mut cx = Cx {
+                handler: &mut self.handler,
+                key,
+                side,
+                me,
+                opp: &opp.info,
+                budget: &mut self.budget,
+                flush: &mut self.flush,
+                slot: idx,
+                now: self.now,
+                reject: false,
+            };
+            cx.call(|h, s| h.on_create(s));
+        }
+    }
+
+    fn record_packet(&mut self, idx: u32, side: Side, rec: PacketRecord) {
+        if !self.cfg.need_packets {
+            return;
+        }
+        let Some(conn) = self.table.get_mut(idx) else {
+            return;
+        };
+        if self.budget.try_charge(std::mem::size_of::<PacketRecord>()) {
+            conn.dirs[side.index()].buf.packets.push(rec);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn handle_datagram(
+        &mut self,
+        key: FlowKey,
+        side: Side,
+        kind: Kind,
+        payload: &[u8],
+        wire: u32,
+        ip_len: u32,
+        ts: Timestamp,
+    ) {
+        let idx = match self.table.find(&key) {
+            Some(i) => i,
+            None => self.create_conn(key, side, kind, ts),
+        };
+        self.begin_packet(idx, side, ip_len, ts);
+        if wire > 0 {
+            let off = self
+                .table
+                .get(idx)
+                .map_or(0, |c| c.dirs[side.index()].tcp.next);
+            self.record_packet(
+                idx,
+                side,
+                PacketRecord {
+                    ts,
+                    offset: off,
+                    len: wire,
+                    ip_len,
+                    seq: 0,
+                    ack: 0,
+                    flags: 0,
+                    window: 0,
+                },
+            );
+        }
+        let Some((key, conn)) = self.table.entry_mut(idx) else {
+            return;
+        };
+        let (me, opp) = pair(&mut conn.dirs, side);
+        let before = me.info.counters;
+        let mut cx = Cx {
+            handler: &mut self.handler,
+            key,
+            side,
+            me,
+            opp: &opp.info,
+            budget: &mut self.budget,
+            flush: &mut self.flush,
+            slot: idx,
+            now: self.now,
+            reject: false,
+        };
+        if wire > 0 {
+            cx.datagram(payload, u64::from(wire), kind == Kind::Other);
+            classify(&before, &mut cx.me.info);
+        }
+        self.table.touch(idx, kind.list(), ts);
+    }
+
+    fn handle_tcp(
+        &mut self,
+        net: &NetPacket<'_>,
+        seg: &TcpSegment<'_>,
+        ip_len: u32,
+        ts: Timestamp,
+    ) {
+        let (key, side) = FlowKey::new(
+            net.src,
+            seg.src_port,
+            net.dst,
+            seg.dst_port,
+            6,
+            net.vlan_key(),
+        );
+        let f = seg.flags;
+        let pure_syn = f.syn() && !f.ack();
+        let idx = match self.table.find(&key) {
+            Some(i) => {
+                let reuse = pure_syn
+                    && self.table.get(i).is_some_and(|c| {
+                        let t = &c.dirs[side.index()].tcp;
+                        c.closing.is_some()
+                            || match t.isn {
+                                Some(isn) => isn != seg.seq,
+                                None => t.started() && t.base != Some(seg.seq.wrapping_add(1)),
+                            }
+                    });
+                if reuse {
+                    self.terminate(i, EndReason::Evicted);
+                    self.create_conn(key, side, Kind::Tcp, ts)
+                } else {
+                    i
+                }
+            }
+            None => {
+                let orig = if f.syn() && f.ack() {
+                    side.other()
+                } else {
+                    side
+                };
+                self.create_conn(key, orig, Kind::Tcp, ts)
+            }
+        };
+        self.begin_packet(idx, side, ip_len, ts);
+        let wire = u64::from(seg.payload_wire_len);
+        let mode = self.cfg.mode;
+        let Some((key, conn)) = self.table.entry_mut(idx) else {
+            return;
+        };
+        let is_orig = side == conn.orig_side;
+        if pure_syn && is_orig {
+            conn.handshake |= 1;
+        }
+        if f.syn() && f.ack() && !is_orig {
+            conn.handshake |= 2;
+        }
+        let h = &mut conn.history;
+        if f.syn() {
+            h.push(if f.ack() { b'H' } else { b'S' }, is_orig);
+        }
+        if f.fin() {
+            h.push(b'F', is_orig);
+        }
+        if f.rst() {
+            h.push(b'R', is_orig);
+        }
+        if wire > 0 {
+            h.push(b'D', is_orig);
+        } else if f.ack() && !f.syn() && !f.fin() && !f.rst() {
+            h.push(b'A', is_orig);
+        }
+        let handshake_ok = conn.handshake == 3;
+        let (me, opp) = pair(&mut conn.dirs, side);
+        me.tcp.window = seg.window;
+
+        if f.rst() {
+            if rst_valid(&me.tcp, &opp.tcp, seg.seq) {
+                conn.closing.get_or_insert(EndReason::Rst);
+            } else {
+                me.info.errors.insert(StreamErrors::INVALID_RST);
+                self.stats.invalid_rsts += 1;
+            }
+            let list = if conn.closing.is_some() {
+                ListId::Closing
+            } else {
+                ListId::Tcp
+            };
+            self.table.touch(idx, list, ts);
+            return;
+        }
+        if f.syn() {
+            let t = &mut me.tcp;
+            if t.isn.is_none() || (t.next == 0 && t.max_end == 0) {
+                t.isn = Some(seg.seq);
+                t.base = Some(seg.seq.wrapping_add(1));
+            }
+            t.wscale = seg.window_scale;
+            if f.ack() && !opp.tcp.started() {
+                opp.tcp.base = Some(seg.ack);
+            }
+        }
+        let data_seq = seg.seq.wrapping_add(u32::from(f.syn()));
+        if me.tcp.base.is_none() && (wire > 0 || f.fin()) {
+            me.tcp.base = Some(data_seq);
+        }
+        let before = me.info.counters;
+        let retrans_before = before.retransmitted;
+        let gap_before = me.info.errors.contains(StreamErrors::GAP);
+        if wire > 0 {
+            let off = me.tcp.offset_of(data_seq).unwrap_or(0);
+            if self.cfg.need_packets && self.budget.try_charge(std::mem::size_of::<PacketRecord>())
+            {
+                me.buf.packets.push(PacketRecord {
+                    ts,
+                    offset: off.max(0) as u64,
+                    len: wire as u32,
+                    ip_len,
+                    seq: seg.seq,
+                    ack: seg.ack,
+                    flags: f.0,
+                    window: seg.window,
+                });
+            }
+            let reject = mode == ReassemblyMode::Strict && !handshake_ok;
+            let mut cx = Cx {
+                handler: &mut self.handler,
+                key,
+                side,
+                me: &mut *me,
+                opp: &opp.info,
+                budget: &mut self.budget,
+                flush: &mut self.flush,
+                slot: idx,
+                now: self.now,
+                reject,
+            };
+            cx.tcp_data(off, seg.payload, wire, &self.cfg);
+            classify(&before, &mut me.info);
+        }
+        if f.fin() && me.tcp.fin.is_none() {
+            if let Some(off) = me.tcp.offset_of(data_seq.wrapping_add(wire as u32)) {
+                me.tcp.fin = Some(off.max(0) as u64);
+            }
+            if opp.tcp.fin.is_some() {
+                conn.closing.get_or_insert(EndReason::Fin);
+            }
+        }
+        if me.info.counters.retransmitted > retrans_before {
+            conn.history.push(b'T', is_orig);
+        }
+        if !gap_before && me.info.errors.contains(StreamErrors::GAP) {
+            conn.history.push(b'G', is_orig);
+        }
+        // The acknowledgment tells what the peer's stream has reached.
+        if f.ack() {
+            if let Some(a) = opp.tcp.offset_of(seg.ack) {
+                if a > 0 && (a as u64) > opp.tcp.acked {
+                    opp.tcp.acked = a as u64;
+                }
+            }
+            let waiting = opp.ooo.as_ref().is_some_and(|a| !a.is_empty());
+            if mode == ReassemblyMode::Fast && waiting && opp.tcp.acked > opp.tcp.next {
+                let mut cx = Cx {
+                    handler: &mut self.handler,
+                    key,
+                    side: side.other(),
+                    me: opp,
+                    opp: &me.info,
+                    budget: &mut self.budget,
+                    flush: &mut self.flush,
+                    slot: idx,
+                    now: self.now,
+                    reject: false,
+                };
+                let acked = cx.me.tcp.acked;
+                while cx.me.tcp.next < acked && cx.skip_hole() {}
+            }
+        }
+        let list = if conn.closing.is_some() {
+            ListId::Closing
+        } else {
+            ListId::Tcp
+        };
+        self.table.touch(idx, list, ts);
+    }
+
+    fn expire(&mut self) {
+        let now = self.now;
+        while let Some(&Reverse((deadline, slot, id, side))) = self.flush.peek() {
+            if deadline > now.0 {
+                break;
+            }
+            self.flush.pop();
+            self.flush_stream(slot, id, if side == 0 { Side::A } else { Side::B });
+        }
+        let lists = [
+            (ListId::Tcp, self.cfg.tcp_timeout),
+            (ListId::Udp, self.cfg.udp_timeout),
+            (ListId::Other, self.cfg.other_timeout),
+            (ListId::Closing, self.cfg.close_linger),
+        ];
+        for (list, timeout) in lists {
+            while let Some((idx, last)) = self.table.oldest(list) {
+                if last.add_nanos(timeout) > now {
+                    break;
+                }
+                self.terminate(idx, EndReason::Timeout);
+            }
+        }
+        self.defrag.expire(now);
+    }
+
+    fn flush_stream(&mut self, slot: u32, id: u64, side: Side) {
+        let now = self.now;
+        let Some((key, conn)) = self.table.entry_mut(slot) else {
+            return;
+        };
+        let (me, opp) = pair(&mut conn.dirs, side);
+        if me.info.conn_id != id {
+            return;
+        }
+        let (Some(since), Some(ft)) = (me.buf.pending_since, me.info.params.flush_timeout) else {
+            return;
+        };
+        if since.add_nanos(ft) > now {
+            self.flush
+                .push(Reverse((since.0.saturating_add(ft), slot, id, side as u8)));
+            return;
+        }
+        let mut cx = Cx {
+            handler: &mut self.handler,
+            key,
+            side,
+            me,
+            opp: &opp.info,
+            budget: &mut self.budget,
+            flush: &mut self.flush,
+            slot,
+            now,
+            reject: false,
+        };
+        cx.deliver(DataReason::FlushTimeout);
+    }
+
+    /// Ends a connection: final data, termination events, flow-end event.
+    fn terminate(&mut self, idx: u32, reason: EndReason) {
+        let Some((key, mut conn)) = self.table.remove(idx) else {
+            return;
+        };
+        let reason = conn.closing.unwrap_or(reason);
+        let strict = self.cfg.mode == ReassemblyMode::Strict;
+        for side in [conn.orig_side, conn.orig_side.other()] {
+            let (me, opp) = pair(&mut conn.dirs, side);
+            if me.info.created {
+                if conn.kind == Kind::Tcp && conn.handshake != 3 {
+                    me.info.errors.insert(StreamErrors::NO_HANDSHAKE);
+                }
+                let reject = strict && conn.kind == Kind::Tcp && conn.handshake != 3;
+                let mut cx = Cx {
+                    handler: &mut self.handler,
+                    key: &key,
+                    side,
+                    me,
+                    opp: &opp.info,
+                    budget: &mut self.budget,
+                    flush: &mut self.flush,
+                    slot: idx,
+                    now: self.now,
+                    reject,
+                };
+                cx.finish();
+                cx.me.info.status = StreamStatus::Closed(reason);
+                cx.call(|h, s| h.on_close(s));
+                self.stats.totals.add(&me.info.counters);
+                self.stats.chunks += me.info.chunks;
+            } else {
+                me.info.status = StreamStatus::Closed(reason);
+            }
+            me.buf.clear(&mut self.budget);
+            if let Some(a) = me.ooo.as_mut() {
+                a.clear(&mut self.budget);
+            }
+        }
+        let (a, b) = conn.dirs.split_at_mut(1);
+        let (o, r) = match conn.orig_side {
+            Side::A => (&mut a[0], &mut b[0]),
+            Side::B => (&mut b[0], &mut a[0]),
+        };
+        let mut fe = FlowEnd {
+            key: &key,
+            orig_side: conn.orig_side,
+            orig: &o.info,
+            resp: &r.info,
+            orig_state: &mut o.user,
+            resp_state: &mut r.user,
+            history: conn.history.as_str(),
+            first: conn.first,
+            last: conn.last,
+        };
+        self.handler.on_flow_end(&mut fe);
+        self.stats.flows_ended[end_index(reason)] += 1;
+    }
+
+    /// Ends the input: every open connection terminates (`eof`, or how it
+    /// closed if it was lingering), and the final statistics are returned.
+    pub fn finish(&mut self) -> GlobalStats {
+        let mut slots = self.table.slots();
+        // Terminate in order of creation for a deterministic event order.
+        slots.sort_by_key(|&i| self.table.get(i).map_or(0, |c| c.dirs[0].info.conn_id));
+        for idx in slots {
+            self.terminate(idx, EndReason::Eof);
+        }
+        self.flush.clear();
+        self.stats()
+    }
+}
+
+/// Counts a payload packet as dropped, discarded or captured by what happened to its bytes.
+fn classify(before: &crate::deliver::StreamCounters, info: &mut StreamInfo) {
+    let c = &mut info.counters;
+    if c.dropped > before.dropped {
+        c.pkts_dropped += 1;
+    } else if c.discarded > before.discarded {
+        c.pkts_discarded += 1;
+    } else if c.captured > before.captured {
+        c.pkts_captured += 1;
+    }
+}
+
+/// An RST is honoured when its sequence number lies in the receive window
+/// (RFC 793/5961), or when the sender's sequence space is unknown.
+fn rst_valid(me: &TcpDir, peer: &TcpDir, seq: u32) -> bool {
+    let Some(off) = me.offset_of(seq) else {
+        return true;
+    };
+    let window = if peer.window == 0 && !peer.started() {
+        u64::from(u16::MAX) << 14
+    } else {
+        let scale = match (me.wscale, peer.wscale) {
+            (Some(_), Some(s)) => s,
+            _ => 0,
+        };
+        (u64::from(peer.window) << scale).max(1)
+    };
+    let acked = if me.acked > 0 {
+        me.acked.min(me.next)
+    } else {
+        me.next
+    };
+    let lower = acked as i64 - 1;
+    off >= lower && off <= me.max_end.saturating_add(window).min(i64::MAX as u64) as i64
+}

@@ -1,0 +1,123 @@
+//! Global statistics of a worker.
+
+use crate::decode::defrag::DefragStats;
+use crate::decode::DecodeError;
+use crate::deliver::{EndReason, StreamCounters};
+
+/// Flow classes counted separately.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ProtoClass {
+    /// TCP connections.
+    Tcp = 0,
+    /// UDP flows.
+    Udp = 1,
+    /// ICMP / ICMPv6 flows.
+    Icmp = 2,
+    /// Any other IP protocol.
+    Other = 3,
+}
+
+impl ProtoClass {
+    /// All classes.
+    pub const ALL: [ProtoClass; 4] = [
+        ProtoClass::Tcp,
+        ProtoClass::Udp,
+        ProtoClass::Icmp,
+        ProtoClass::Other,
+    ];
+    /// Name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ProtoClass::Tcp => "tcp",
+            ProtoClass::Udp => "udp",
+            ProtoClass::Icmp => "icmp",
+            ProtoClass::Other => "other",
+        }
+    }
+    /// The class of an IP protocol number.
+    pub fn of(proto: u8) -> ProtoClass {
+        match proto {
+            6 => ProtoClass::Tcp,
+            17 => ProtoClass::Udp,
+            1 | 58 => ProtoClass::Icmp,
+            _ => ProtoClass::Other,
+        }
+    }
+}
+
+/// Everything a worker counted. Stream totals (`streams`) include only
+/// terminated streams; after [`crate::engine::Worker::finish`] that is all of them,
+/// and the invariant `stream_bytes == captured + discarded + dropped + missing`
+/// holds for the totals as it does for each stream.
+#[derive(Clone, Debug, Default)]
+pub struct GlobalStats {
+    /// Frames read from the source.
+    pub packets: u64,
+    /// Bytes of those frames on the wire.
+    pub wire_bytes: u64,
+    /// Frames that carried IP.
+    pub ip_packets: u64,
+    /// Frames cut by the snapshot length.
+    pub truncated_packets: u64,
+    /// Frames that produced no usable packet, by reason ([`DecodeError::index`]).
+    pub decode_errors: [u64; 5],
+    /// IP fragments seen.
+    pub fragments: u64,
+    /// Packets per protocol class ([`ProtoClass`] index).
+    pub proto_packets: [u64; 4],
+    /// Flows created per protocol class.
+    pub flows_created: [u64; 4],
+    /// Flows ended per reason ([`EndReason`] order: fin, rst, timeout, eof, evicted).
+    pub flows_ended: [u64; 5],
+    /// Most flows tracked at once.
+    pub max_flows: u64,
+    /// Streams created (directions with at least one packet).
+    pub streams: u64,
+    /// Sum of the counters of terminated streams.
+    pub totals: StreamCounters,
+    /// RSTs ignored because they were outside the window.
+    pub invalid_rsts: u64,
+    /// Highest memory-budget usage, bytes.
+    pub memory_peak: usize,
+    /// Memory budget, bytes.
+    pub memory_limit: usize,
+    /// Times the budget refused a charge.
+    pub memory_refusals: u64,
+    /// Chunks delivered.
+    pub chunks: u64,
+    /// Fragment reassembly counters.
+    pub defrag: DefragStats,
+}
+
+impl GlobalStats {
+    /// Decode errors of one kind.
+    pub fn decode_error(&self, e: DecodeError) -> u64 {
+        self.decode_errors[e.index()]
+    }
+    /// Decode errors of all kinds except non-IP frames.
+    pub fn malformed(&self) -> u64 {
+        DecodeError::ALL
+            .iter()
+            .filter(|e| **e != DecodeError::NotIp)
+            .map(|e| self.decode_errors[e.index()])
+            .sum()
+    }
+    /// Flows ended for one reason.
+    pub fn ended(&self, r: EndReason) -> u64 {
+        self.flows_ended[end_index(r)]
+    }
+    /// Flows created of one class.
+    pub fn created(&self, c: ProtoClass) -> u64 {
+        self.flows_created[c as usize]
+    }
+}
+
+pub(crate) fn end_index(r: EndReason) -> usize {
+    match r {
+        EndReason::Fin => 0,
+        EndReason::Rst => 1,
+        EndReason::Timeout => 2,
+        EndReason::Eof => 3,
+        EndReason::Evicted => 4,
+    }
+}
