@@ -8,10 +8,11 @@ use std::net::IpAddr;
 
 /// Byte and packet counters of one stream (one direction of a connection).
 ///
-/// Invariant, at every moment: `stream_bytes == captured + discarded + dropped
-/// + missing`. `stream_bytes` grows as the reassembly point advances; when the
-/// stream has terminated it is the whole length of the stream's sequence space
-/// (TCP retransmissions are counted once).
+/// Invariant, at every moment:
+/// `stream_bytes == captured + discarded + dropped + missing`.
+/// `stream_bytes` grows as the reassembly point advances; when the stream has
+/// terminated it is the whole length of the stream's sequence space (TCP
+/// retransmissions are counted once).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct StreamCounters {
     /// Packets seen in this direction.

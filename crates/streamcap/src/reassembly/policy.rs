@@ -158,7 +158,8 @@ mod tests {
         let cover_earlier = ((10, 20), (5, 25));
         let same_start_longer = ((10, 20), (10, 25));
         let same = ((10, 20), (10, 20));
-        let cases: [(((u64, u64), (u64, u64)), bool, [bool; 6]); 7] = [
+        type Case = (((u64, u64), (u64, u64)), bool, [bool; 6]);
+        let cases: [Case; 7] = [
             (left, false, [false, true, false, false, false, true]),
             (inside, false, [false, true, false, false, false, false]),
             (right, false, [false, true, true, true, true, false]),

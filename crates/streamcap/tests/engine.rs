@@ -1,0 +1,661 @@
+//! Known-answer tests of the stream engine on hand-built traffic.
+
+mod support;
+
+use streamcap::deliver::{DataReason, EndReason, StreamErrors, StreamStatus};
+use streamcap::engine::Worker;
+use streamcap::{Config, OverlapPolicy, ReassemblyMode};
+use support::*;
+
+fn run(cfg: Config, frames: &[Vec<u8>]) -> (Recorder, streamcap::GlobalStats) {
+    let mut w = Worker::new(cfg, Recorder::default());
+    feed(&mut w, frames, 1_000);
+    let stats = w.finish();
+    assert!(
+        stats.totals.invariant_holds(),
+        "global invariant: {:?}",
+        stats.totals
+    );
+    (w.into_handler(), stats)
+}
+
+fn client() -> Ep {
+    ep("10.0.0.1", 40000)
+}
+fn server() -> Ep {
+    ep("10.0.0.2", 80)
+}
+
+#[test]
+fn in_order_both_directions_with_chunks() {
+    let req = bytes(5000, 1);
+    let resp = bytes(70_000, 2);
+    let mut c = Conv::new(client(), server(), 1000, 9000);
+    c.handshake().client(&req, 1460).server(&resp, 1460).fin();
+    let cfg = Config {
+        chunk_size: 16 << 10,
+        ..Config::default()
+    };
+    let (r, stats) = run(cfg, &c.frames);
+    let o = r.get(0, "orig");
+    let s = r.get(0, "resp");
+    assert_eq!(o.data, req);
+    assert_eq!(s.data, resp);
+    // 70000 bytes = 4 full chunks of 16 KiB + the rest at termination.
+    assert_eq!(s.reasons[..4], [DataReason::Full; 4]);
+    assert_eq!(*s.reasons.last().unwrap(), DataReason::Termination);
+    assert!(s.chunk_sizes[..4].iter().all(|&n| n == 16 << 10));
+    let info = s.closed.as_ref().unwrap();
+    assert_eq!(info.counters.stream_bytes, 70_000);
+    assert_eq!(info.counters.captured, 70_000);
+    assert_eq!(info.status, StreamStatus::Closed(EndReason::Fin));
+    assert!(info.errors.is_empty(), "{:?}", info.errors);
+    assert_eq!(r.flows.len(), 1);
+    assert_eq!(r.flows[0].1, "fin");
+    assert_eq!(r.flows[0].2, "ShADdFf");
+    assert_eq!(stats.flows_created[0], 1);
+    // Events: creation of both, closes orig then resp, then the flow.
+    assert_eq!(
+        r.order,
+        [
+            "create 0 orig",
+            "create 0 resp",
+            "close 0 orig",
+            "close 0 resp",
+            "flow 0"
+        ]
+    );
+}
+
+#[test]
+fn reordering_and_duplicates_are_repaired() {
+    let data = bytes(20_000, 3);
+    let mut c = Conv::new(client(), server(), 5, 7);
+    c.handshake().client(&data, 1000);
+    let mut frames = c.frames.clone();
+    // Swap pairs, duplicate some, reverse a window.
+    frames[4..9].reverse();
+    let dup = frames[10].clone();
+    frames.insert(15, dup.clone());
+    frames.push(dup);
+    let (r, _) = run(Config::default(), &frames);
+    let o = r.get(0, "orig");
+    assert_eq!(o.data, data);
+    let info = o.closed.as_ref().unwrap();
+    assert_eq!(info.counters.stream_bytes, 20_000);
+    assert_eq!(info.counters.retransmitted, 2000);
+    assert_eq!(info.counters.missing, 0);
+    assert!(!info.errors.contains(StreamErrors::GAP));
+}
+
+#[test]
+fn lost_segment_becomes_a_counted_gap() {
+    let data = bytes(10_000, 4);
+    let mut c = Conv::new(client(), server(), 100, 200);
+    c.handshake().client(&data, 1000);
+    let mut frames = c.frames.clone();
+    frames.remove(3 + 4); // bytes 4000..5000 never on the wire
+    let (r, _) = run(Config::default(), &frames);
+    let o = r.get(0, "orig");
+    let mut want = data[..4000].to_vec();
+    want.extend_from_slice(&data[5000..]);
+    assert_eq!(o.data, want);
+    assert_eq!(
+        o.gaps,
+        [streamcap::deliver::Gap {
+            offset: 4000,
+            len: 1000
+        }]
+    );
+    let info = o.closed.as_ref().unwrap();
+    assert_eq!(info.counters.missing, 1000);
+    assert_eq!(info.counters.stream_bytes, 10_000);
+    assert!(info.errors.contains(StreamErrors::GAP));
+}
+
+#[test]
+fn ack_past_a_hole_releases_waiting_data_in_fast_mode_only() {
+    let data = bytes(3000, 5);
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 0, 0);
+    c.handshake();
+    let base = c.cseq;
+    c.frames
+        .push(tcp(cl, sv, base + 1000, 1, ACK, &data[1000..2000]));
+    // The server acknowledges everything: the first 1000 bytes were lost by the capture.
+    c.frames.push(tcp(sv, cl, 1, base + 2000, ACK, b""));
+    for mode in [ReassemblyMode::Fast, ReassemblyMode::Strict] {
+        let mut w = Worker::new(
+            Config {
+                mode,
+                chunk_size: 100,
+                ..Config::default()
+            },
+            Recorder::default(),
+        );
+        feed(&mut w, &c.frames, 1);
+        let delivered = w
+            .handler()
+            .streams
+            .values()
+            .map(|s| s.data.len())
+            .sum::<usize>();
+        if mode == ReassemblyMode::Fast {
+            assert_eq!(delivered, 1000, "fast mode delivers what is there");
+        } else {
+            assert_eq!(delivered, 0, "strict mode holds the hole");
+        }
+        w.finish();
+        let o = w.handler().get(0, "orig");
+        assert_eq!(o.data, &data[1000..2000]);
+        assert_eq!(o.closed.as_ref().unwrap().counters.missing, 1000);
+    }
+}
+
+/// The classic target-based overlap case: with a hole at the front, an
+/// out-of-order segment is later overlapped by segments with other bytes.
+#[test]
+fn overlap_policies_decide_undelivered_bytes() {
+    let (cl, sv) = (client(), server());
+    // [2,6) "AAAA" arrives first (a hole before it), then [4,8) "BBBB" (left
+    // overlap: old data begins first), then [0,4) "CCCC" (right overlap: new
+    // data begins first and ends inside what is stored).
+    let expect = [
+        (OverlapPolicy::First, "CCAAAABB"),
+        (OverlapPolicy::Last, "CCCCBBBB"),
+        (OverlapPolicy::Linux, "CCCCAABB"),
+        (OverlapPolicy::Bsd, "CCCCAABB"),
+        (OverlapPolicy::Windows, "CCCCAABB"),
+        (OverlapPolicy::Solaris, "CCCCBBBB"),
+    ];
+    for (policy, want) in expect {
+        let mut c = Conv::new(cl, sv, 0, 0);
+        c.handshake();
+        let b = c.cseq;
+        c.frames.push(tcp(cl, sv, b + 2, 1, ACK, b"AAAA"));
+        c.frames.push(tcp(cl, sv, b + 4, 1, ACK, b"BBBB"));
+        c.frames.push(tcp(cl, sv, b, 1, ACK, b"CCCC"));
+        let (r, _) = run(
+            Config {
+                policy,
+                ..Config::default()
+            },
+            &c.frames,
+        );
+        let o = r.get(0, "orig");
+        assert_eq!(String::from_utf8_lossy(&o.data), want, "{policy}");
+        let info = o.closed.as_ref().unwrap();
+        assert_eq!(info.counters.overlap_conflicts, 2, "{policy}");
+        assert!(info.errors.contains(StreamErrors::OVERLAP_CONFLICT));
+        assert_eq!(info.counters.stream_bytes, 8);
+    }
+}
+
+#[test]
+fn delivered_bytes_are_final_and_contradictions_flagged() {
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 0, 0);
+    c.handshake();
+    let b = c.cseq;
+    c.frames.push(tcp(cl, sv, b, 1, ACK, b"hello"));
+    c.frames.push(tcp(cl, sv, b, 1, ACK, b"HELLO"));
+    for policy in OverlapPolicy::ALL {
+        let (r, _) = run(
+            Config {
+                policy,
+                ..Config::default()
+            },
+            &c.frames,
+        );
+        let o = r.get(0, "orig");
+        assert_eq!(o.data, b"hello");
+        assert_eq!(o.closed.as_ref().unwrap().counters.overlap_conflicts, 1);
+    }
+}
+
+#[test]
+fn sequence_wrap_around() {
+    let data = bytes(50_000, 6);
+    let mut c = Conv::new(client(), server(), u32::MAX - 20_000, u32::MAX - 3);
+    c.handshake()
+        .client(&data, 1448)
+        .server(&data[..9000], 1448)
+        .fin();
+    let mut frames = c.frames.clone();
+    frames[10..20].reverse();
+    let (r, _) = run(Config::default(), &frames);
+    assert_eq!(r.get(0, "orig").data, data);
+    assert_eq!(r.get(0, "resp").data, &data[..9000]);
+    assert_eq!(r.flows[0].1, "fin");
+}
+
+#[test]
+fn cutoff_stops_copying_and_counts_the_rest() {
+    let data = bytes(30_000, 7);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&data, 1460).fin();
+    let (r, stats) = run(
+        Config {
+            cutoff: Some(10_000),
+            ..Config::default()
+        },
+        &c.frames,
+    );
+    let o = r.get(0, "orig");
+    assert_eq!(o.data, &data[..10_000]);
+    assert_eq!(*o.reasons.last().unwrap(), DataReason::Cutoff);
+    let info = o.closed.as_ref().unwrap();
+    assert!(info.cutoff_exceeded);
+    assert_eq!(info.counters.captured, 10_000);
+    assert_eq!(info.counters.discarded, 20_000);
+    assert_eq!(info.counters.stream_bytes, 30_000);
+    assert_eq!(
+        info.status,
+        StreamStatus::Closed(EndReason::Fin),
+        "the stream stays until it ends"
+    );
+    assert_eq!(stats.totals.discarded, 20_000);
+}
+
+#[test]
+fn cutoff_zero_is_statistics_only() {
+    let data = bytes(8000, 8);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&data, 1000).server(&data, 500).fin();
+    let (r, stats) = run(
+        Config {
+            cutoff: Some(0),
+            ..Config::default()
+        },
+        &c.frames,
+    );
+    assert!(r.streams.values().all(|s| s.reasons.is_empty()));
+    let o = r.get(0, "orig").closed.clone().unwrap();
+    assert_eq!(
+        (
+            o.counters.stream_bytes,
+            o.counters.discarded,
+            o.counters.captured
+        ),
+        (8000, 8000, 0)
+    );
+    assert_eq!(o.counters.pkts_discarded, 8);
+    assert_eq!(stats.memory_peak, 0, "nothing copied");
+}
+
+#[test]
+fn per_direction_cutoffs() {
+    let data = bytes(4000, 9);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&data, 1000).server(&data, 1000).fin();
+    let cfg = Config {
+        cutoff_orig: Some(100),
+        cutoff_resp: Some(2500),
+        ..Config::default()
+    };
+    let (r, _) = run(cfg, &c.frames);
+    assert_eq!(r.get(0, "orig").data, &data[..100]);
+    assert_eq!(r.get(0, "resp").data, &data[..2500]);
+}
+
+#[test]
+fn strict_mode_needs_a_handshake_fast_mode_picks_up() {
+    let data = bytes(3000, 10);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.client(&data, 1000);
+    let (r, _) = run(
+        Config {
+            mode: ReassemblyMode::Fast,
+            ..Config::default()
+        },
+        &c.frames,
+    );
+    let o = r.get(0, "orig");
+    assert_eq!(o.data, data);
+    assert!(o
+        .closed
+        .as_ref()
+        .unwrap()
+        .errors
+        .contains(StreamErrors::NO_HANDSHAKE));
+    let (r, _) = run(
+        Config {
+            mode: ReassemblyMode::Strict,
+            ..Config::default()
+        },
+        &c.frames,
+    );
+    let o = r.get(0, "orig");
+    assert!(o.data.is_empty());
+    let info = o.closed.as_ref().unwrap();
+    assert_eq!(info.counters.discarded, 3000);
+    assert!(info.errors.contains(StreamErrors::NO_HANDSHAKE));
+}
+
+#[test]
+fn syn_ack_first_makes_its_receiver_the_initiator() {
+    let (cl, sv) = (client(), server());
+    let frames = vec![
+        tcp(sv, cl, 500, 101, SYN | ACK, b""),
+        tcp(cl, sv, 100, 0, SYN, b""),
+        tcp(cl, sv, 101, 501, ACK, b"GET /"),
+        tcp(sv, cl, 501, 106, ACK, b"200 OK"),
+    ];
+    let (r, _) = run(
+        Config {
+            mode: ReassemblyMode::Strict,
+            ..Config::default()
+        },
+        &frames,
+    );
+    assert_eq!(r.get(0, "orig").data, b"GET /");
+    assert_eq!(r.get(0, "resp").data, b"200 OK");
+    let (_, _, _, o, _) = &r.flows[0];
+    assert_eq!(o.direction, streamcap::flow::Direction::Orig);
+}
+
+#[test]
+fn rst_closes_and_out_of_window_rst_is_ignored() {
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 1, 1);
+    c.handshake().client(b"abc", 10);
+    let mut frames = c.frames.clone();
+    frames.push(tcp(sv, cl, 2 + 1_000_000_000, 0, RST, b""));
+    frames.push(tcp(cl, sv, c.cseq, 0, ACK, b"def"));
+    let (r, stats) = run(Config::default(), &frames);
+    assert_eq!(stats.invalid_rsts, 1);
+    assert_eq!(r.flows[0].1, "eof");
+    assert_eq!(r.get(0, "orig").data, b"abcdef");
+    frames.push(tcp(sv, cl, c.sseq, 0, RST, b""));
+    let (r, _) = run(Config::default(), &frames);
+    assert_eq!(r.flows[0].1, "rst");
+}
+
+#[test]
+fn reused_five_tuple_after_close_is_a_new_connection() {
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(b"first", 10).fin();
+    let mut c2 = Conv::new(client(), server(), 777_777, 888_888);
+    c2.handshake().client(b"second", 10).fin();
+    let mut frames = c.frames.clone();
+    frames.extend(c2.frames.clone());
+    let (r, stats) = run(Config::default(), &frames);
+    assert_eq!(r.flows.len(), 2);
+    assert_eq!(r.get(0, "orig").data, b"first");
+    assert_eq!(r.get(1, "orig").data, b"second");
+    assert_eq!(r.flows[0].1, "fin");
+    assert_eq!(r.flows[1].1, "fin");
+    assert_eq!(stats.flows_created[0], 2);
+    // The final ACK of the first connection was counted in it (linger).
+    assert_eq!(r.flows[0].3.counters.pkts, 5);
+}
+
+#[test]
+fn syn_retransmission_is_the_same_connection() {
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 50, 60);
+    c.frames.push(tcp(cl, sv, 50, 0, SYN, b""));
+    c.handshake().client(b"x", 1).fin();
+    let (r, _) = run(Config::default(), &c.frames);
+    assert_eq!(r.flows.len(), 1);
+    assert_eq!(r.flows[0].3.counters.pkts, 6);
+}
+
+#[test]
+fn inactivity_timeout_uses_packet_time() {
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 1, 1);
+    c.handshake().client(b"abc", 10);
+    let mut w = Worker::new(
+        Config {
+            tcp_timeout: 10_000_000_000,
+            ..Config::default()
+        },
+        Recorder::default(),
+    );
+    feed(&mut w, &c.frames, 100);
+    assert_eq!(w.active_flows(), 1);
+    // A packet of another flow 11 s later expires the first.
+    feed(
+        &mut w,
+        &[udp(ep("10.9.9.9", 1), ep("10.9.9.8", 2), b"x")],
+        111,
+    );
+    assert_eq!(w.active_flows(), 1);
+    assert_eq!(w.handler().flows[0].1, "timeout");
+    w.finish();
+}
+
+#[test]
+fn udp_streams_concatenate_and_other_protocols_deliver_per_packet() {
+    let (a, b) = (ep("10.1.1.1", 5353), ep("10.1.1.2", 53));
+    let frames = vec![
+        udp(a, b, b"query1"),
+        udp(b, a, b"answer1"),
+        udp(a, b, b"query2"),
+    ];
+    let (r, stats) = run(Config::default(), &frames);
+    assert_eq!(r.get(0, "orig").data, b"query1query2");
+    assert_eq!(r.get(0, "resp").data, b"answer1");
+    assert_eq!(stats.flows_created[1], 1);
+
+    let mut icmp = Vec::new();
+    etherparse::PacketBuilder::ethernet2([1; 6], [2; 6])
+        .ipv4([1, 1, 1, 1], [2, 2, 2, 2], 9)
+        .icmpv4_echo_request(7, 1)
+        .write(&mut icmp, b"ping")
+        .unwrap();
+    let (r, _) = run(Config::default(), &[icmp.clone(), icmp]);
+    let o = r.get(0, "orig");
+    assert_eq!(o.reasons, [DataReason::Packet, DataReason::Packet]);
+    assert_eq!(o.data.len(), 24);
+}
+
+#[test]
+fn overlap_and_keep_chunk() {
+    let data = bytes(1000, 11);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&data, 100);
+    let cfg = Config {
+        chunk_size: 300,
+        overlap: 50,
+        ..Config::default()
+    };
+    let (r, _) = run(cfg.clone(), &c.frames);
+    let o = r.get(0, "orig");
+    assert_eq!(o.data, data);
+    // Chunks after the first repeat the previous chunk's last 50 bytes.
+    assert_eq!(o.chunk_offsets[..3], [0, 250, 500]);
+    assert_eq!(&o.full_chunks[1][..50], &data[250..300]);
+
+    let mut rec = Recorder::default();
+    let mut calls = 0;
+    rec.on_data_hook = Some(Box::new(move |s, _c| {
+        calls += 1;
+        if calls == 1 {
+            s.keep_chunk();
+        }
+    }));
+    let mut w = Worker::new(
+        Config {
+            chunk_size: 300,
+            ..Config::default()
+        },
+        rec,
+    );
+    feed(&mut w, &c.frames, 1);
+    w.finish();
+    let o = w.handler().get(0, "orig");
+    // The second event gets the kept 300 bytes plus 300 new ones, contiguous.
+    assert_eq!(o.full_chunks[1], &data[..600]);
+    assert_eq!(o.data, data);
+}
+
+#[test]
+fn discard_from_a_callback() {
+    let data = bytes(10_000, 12);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&data, 1000).fin();
+    let rec = Recorder {
+        on_data_hook: Some(Box::new(|s, _| s.discard())),
+        ..Default::default()
+    };
+    let mut w = Worker::new(
+        Config {
+            chunk_size: 2000,
+            ..Config::default()
+        },
+        rec,
+    );
+    feed(&mut w, &c.frames, 1);
+    w.finish();
+    let o = w.handler().get(0, "orig");
+    assert_eq!(o.data, &data[..2000]);
+    let info = o.closed.as_ref().unwrap();
+    assert_eq!(
+        (info.counters.captured, info.counters.discarded),
+        (2000, 8000)
+    );
+    assert!(info.is_discarded());
+}
+
+#[test]
+fn flush_timeout_delivers_partial_chunks() {
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 1, 1);
+    c.handshake().client(b"partial", 100);
+    let mut w = Worker::new(
+        Config {
+            flush_timeout: Some(500_000_000),
+            ..Config::default()
+        },
+        Recorder::default(),
+    );
+    feed(&mut w, &c.frames, 10);
+    assert!(w.handler().streams.values().all(|s| s.data.is_empty()));
+    feed(
+        &mut w,
+        &[udp(ep("10.9.9.9", 1), ep("10.9.9.8", 2), b"tick")],
+        11,
+    );
+    let o = w.handler().get(0, "orig");
+    assert_eq!(o.data, b"partial");
+    assert_eq!(o.reasons, [DataReason::FlushTimeout]);
+    w.finish();
+}
+
+#[test]
+fn memory_budget_drops_are_counted() {
+    let data = bytes(100_000, 13);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&data, 1000);
+    let mut frames = c.frames.clone();
+    frames[5..60].reverse(); // lots of out-of-order data to hold
+    let cfg = Config {
+        memory_size: 20_000,
+        chunk_size: 4096,
+        ..Config::default()
+    };
+    let (r, stats) = run(cfg, &frames);
+    let info = r.get(0, "orig").closed.clone().unwrap();
+    assert!(info.counters.dropped > 0);
+    assert!(info.errors.contains(StreamErrors::DROPPED));
+    assert_eq!(info.counters.stream_bytes, 100_000);
+    assert!(stats.memory_peak <= 20_000);
+    assert!(stats.memory_refusals > 0);
+}
+
+#[test]
+fn flow_limit_evicts_least_recent_and_counts_it() {
+    let mut frames = Vec::new();
+    for p in 0..10u16 {
+        frames.push(udp(ep("10.0.0.1", 1000 + p), ep("10.0.0.2", 53), b"q"));
+    }
+    let (r, stats) = run(
+        Config {
+            max_flows: 4,
+            ..Config::default()
+        },
+        &frames,
+    );
+    assert_eq!(stats.flows_ended[4], 6);
+    assert_eq!(r.flows.iter().filter(|f| f.1 == "evicted").count(), 6);
+    assert_eq!(stats.max_flows, 4);
+}
+
+#[test]
+fn vlan_and_ipv6_flows_are_tracked() {
+    let (c6, s6) = (ep("2001:db8::1", 5555), ep("2001:db8::2", 443));
+    let mut c = Conv::new(c6, s6, 10, 20);
+    c.handshake().client(b"hello v6", 100).fin();
+    let (r, _) = run(Config::default(), &c.frames);
+    assert_eq!(r.get(0, "orig").data, b"hello v6");
+
+    let (cl, sv) = (client(), server());
+    let frames = vec![
+        tcp_vlan(cl, sv, 1, 0, SYN, b"", Some(10)),
+        tcp_vlan(cl, sv, 1, 0, SYN, b"", Some(20)),
+    ];
+    let (r, _) = run(Config::default(), &frames);
+    assert_eq!(
+        r.flows.len(),
+        2,
+        "the same 5-tuple on two VLANs is two flows"
+    );
+}
+
+#[test]
+fn packet_records_come_with_chunks() {
+    let data = bytes(5000, 14);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&data, 1000).fin();
+    let (r, stats) = run(
+        Config {
+            need_packets: true,
+            ..Config::default()
+        },
+        &c.frames,
+    );
+    assert_eq!(r.get(0, "orig").packets_seen, 5);
+    assert!(stats.memory_peak > 0);
+}
+
+#[test]
+fn truncated_packets_count_missing_bytes() {
+    let data = bytes(3000, 15);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&data, 1000).fin();
+    let mut frames = c.frames.clone();
+    let cut = frames[4].len() - 400;
+    frames[4].truncate(cut); // second data segment loses its last 400 bytes
+    let (r, stats) = run(Config::default(), &frames);
+    let o = r.get(0, "orig");
+    let info = o.closed.as_ref().unwrap();
+    assert_eq!(info.counters.missing, 400);
+    assert!(info.errors.contains(StreamErrors::TRUNCATED));
+    assert_eq!(o.data.len(), 2600);
+    assert_eq!(&o.data[..1600], &data[..1600]);
+    assert_eq!(&o.data[1600..], &data[2000..]);
+    assert_eq!(
+        stats.truncated_packets, 0,
+        "the frame's own orig_len was set to its cut length here"
+    );
+}
+
+#[test]
+fn fin_with_a_hole_before_it_ends_with_missing_bytes() {
+    let data = bytes(4000, 16);
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 1, 1);
+    c.handshake().client(&data[..1000], 1000);
+    // 1000..4000 never captured, then the FINs.
+    c.cseq += 3000;
+    c.fin();
+    let (r, _) = run(Config::default(), &c.frames);
+    let info = r.get(0, "orig").closed.clone().unwrap();
+    assert_eq!(
+        info.counters.stream_bytes, 1000,
+        "a hole before FIN with no data after it is not in the span"
+    );
+    assert_eq!(r.flows[0].1, "fin");
+}
