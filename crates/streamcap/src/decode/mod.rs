@@ -1,1 +1,3 @@
 //! decode
+
+pub mod defrag;
