@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::mapped::Bytes;
 use super::pcap::PcapReader;
 use super::pcapng::PcapngReader;
 use super::{PacketSource, RawPacket, SourceError, SourceErrorKind};
@@ -50,10 +51,9 @@ enum Reader {
 
 /// A pcap or pcapng capture file.
 ///
-/// The whole file is read into memory with a single read when it is opened;
-/// packets are then handed out as slices of that buffer, without any
-/// per-packet copy. (This crate forbids `unsafe` code, and mapping a file is
-/// unsafe; a memory-mapped variant will come with the kernel-boundary module.)
+/// The file is memory-mapped when it is opened (read into memory when it
+/// cannot be mapped); packets are handed out as slices of the mapping,
+/// without any per-packet copy.
 ///
 /// The format is chosen by the magic number: classic pcap (microsecond or
 /// nanosecond timestamps, either byte order) or pcapng (any number of
@@ -65,7 +65,7 @@ enum Reader {
 pub struct FileSource {
     name: String,
     path: PathBuf,
-    data: Vec<u8>,
+    data: Bytes,
     reader: Reader,
     /// Set after an error: the source stays exhausted.
     failed: bool,
@@ -79,21 +79,28 @@ impl FileSource {
     /// to hold the file header ([`SourceErrorKind::Truncated`]).
     pub fn open(path: impl AsRef<Path>) -> Result<FileSource, SourceError> {
         let path = path.as_ref();
-        let data = std::fs::read(path)
-            .map_err(|e| SourceError::new(path, None, SourceErrorKind::Io(e)))?;
-        FileSource::from_bytes(path, data)
+        let data =
+            Bytes::open(path).map_err(|e| SourceError::new(path, None, SourceErrorKind::Io(e)))?;
+        FileSource::from_source_bytes(path.to_path_buf(), data)
     }
 
     /// Wraps a capture already in memory; `name` is used in messages and
     /// errors as if it were the file's path. Fails like [`FileSource::open`].
     pub fn from_bytes(name: impl Into<PathBuf>, data: Vec<u8>) -> Result<FileSource, SourceError> {
-        let path = name.into();
-        let reader = match data.get(..4).and_then(|m| <[u8; 4]>::try_from(m).ok()) {
+        FileSource::from_source_bytes(name.into(), Bytes::Owned(data))
+    }
+
+    fn from_source_bytes(path: PathBuf, data: Bytes) -> Result<FileSource, SourceError> {
+        let reader = match data
+            .as_slice()
+            .get(..4)
+            .and_then(|m| <[u8; 4]>::try_from(m).ok())
+        {
             Some(magic) if super::pcap::is_pcap_magic(magic) => {
-                PcapReader::new(&data).map(Reader::Pcap)
+                PcapReader::new(data.as_slice()).map(Reader::Pcap)
             }
             Some(magic) if super::pcapng::is_pcapng_magic(magic) => {
-                PcapngReader::new(&data).map(Reader::Pcapng)
+                PcapngReader::new(data.as_slice()).map(Reader::Pcapng)
             }
             Some(magic) => Err(Fault::header(
                 0,
@@ -103,7 +110,7 @@ impl FileSource {
                 0,
                 SourceErrorKind::Truncated(format!(
                     "the file has {} bytes, too few for a pcap or pcapng header",
-                    data.len()
+                    data.as_slice().len()
                 )),
             )),
         }
@@ -157,7 +164,7 @@ impl PacketSource for FileSource {
             Reader::Pcap(r) => r.position(),
             Reader::Pcapng(r) => r.position(),
         };
-        Some((pos as u64, self.data.len() as u64))
+        Some((pos as u64, self.data.as_slice().len() as u64))
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod error;
 mod file;
+mod mapped;
 mod pcap;
 mod pcapng;
 
