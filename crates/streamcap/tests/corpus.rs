@@ -5,6 +5,8 @@
 //! The corpus lives beside the repository (`../shared/corpus`); without it
 //! these tests print a message and pass.
 
+#![allow(clippy::type_complexity)]
+
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::net::IpAddr;
