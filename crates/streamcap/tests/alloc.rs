@@ -1,0 +1,88 @@
+//! The in-order fast path allocates nothing per packet: a counting global
+//! allocator watches a long in-order stream (both directions, chunks
+//! delivered all along) after the connection is set up.
+
+mod support;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+use streamcap::deliver::{Chunk, Handler, Stream};
+use streamcap::engine::Worker;
+use streamcap::{Config, LinkType, RawPacket, Timestamp};
+use support::*;
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: delegates every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[derive(Default)]
+struct Sum(u64);
+
+impl Handler for Sum {
+    type State = ();
+    fn on_data(&mut self, _s: &mut Stream<'_, ()>, c: &Chunk<'_>) {
+        self.0 += c.new_data().len() as u64;
+    }
+}
+
+#[test]
+fn in_order_fast_path_allocates_nothing_per_packet() {
+    let data = bytes(20_000 * 1000, 99);
+    let mut c = Conv::new(ep("10.0.0.1", 1234), ep("10.0.0.2", 80), 7, 9);
+    c.handshake();
+    // Interleave both directions: request bytes and response bytes.
+    for part in data.chunks(1000) {
+        c.client(part, 1000);
+        c.server(&part[..100], 100);
+    }
+    let frames = c.frames;
+    let mut w = Worker::new(Config::default(), Sum::default());
+    let feed_range = |w: &mut Worker<Sum>, r: std::ops::Range<usize>| {
+        for i in r {
+            let f = &frames[i];
+            w.process(&RawPacket {
+                ts: Timestamp::from_secs_nanos(1, i as u64 * 1000),
+                link: LinkType::ETHERNET,
+                data: f,
+                orig_len: f.len() as u32,
+                record: i as u64,
+                interface: 0,
+            });
+        }
+    };
+    // Warm-up: the connection, both streams and their chunk buffers are created.
+    feed_range(&mut w, 0..100);
+    let before = ALLOCS.load(Ordering::Relaxed);
+    feed_range(&mut w, 100..frames.len());
+    let during = ALLOCS.load(Ordering::Relaxed) - before;
+    let packets = frames.len() - 100;
+    w.finish();
+    let delivered = w.handler().0;
+    assert_eq!(delivered, 20_000 * 1100);
+    eprintln!("{packets} in-order packets, {during} allocations");
+    assert_eq!(
+        during, 0,
+        "the in-order path allocated {during} times over {packets} packets"
+    );
+}
