@@ -6,7 +6,9 @@
 use streamcap::{deliver::Callbacks, Capture};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "samples/sample.pcap".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "samples/sample.pcap".into());
     let on_create = |s: &mut streamcap::Stream<'_, ()>| {
         let ports = [s.src().1, s.dst().1];
         match ports {
@@ -18,6 +20,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cap = Capture::builder().build();
     let report = cap.run_file(path, Callbacks::<()>::new().on_create(on_create))?;
     let t = &report.stats.totals;
-    println!("captured {} discarded {} of {} stream bytes", t.captured, t.discarded, t.stream_bytes);
+    println!(
+        "captured {} discarded {} of {} stream bytes",
+        t.captured, t.discarded, t.stream_bytes
+    );
     Ok(())
 }

@@ -4,7 +4,9 @@
 use streamcap::{deliver::Callbacks, Capture};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "samples/sample.pcap".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "samples/sample.pcap".into());
     let on_close = |s: &mut streamcap::Stream<'_, ()>| {
         let ((sip, sp), (dip, dp)) = (s.src(), s.dst());
         let c = &s.info().counters;
@@ -18,6 +20,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let cap = Capture::builder().cutoff(0).build();
     let report = cap.run_file(path, Callbacks::<()>::new().on_close(on_close))?;
-    eprintln!("{} packets, {} streams", report.stats.packets, report.stats.streams);
+    eprintln!(
+        "{} packets, {} streams",
+        report.stats.packets, report.stats.streams
+    );
     Ok(())
 }

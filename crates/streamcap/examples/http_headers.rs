@@ -5,7 +5,9 @@
 use streamcap::{deliver::Callbacks, flow::Direction, Capture};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "samples/sample.pcap".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "samples/sample.pcap".into());
     let on_data = |s: &mut streamcap::Stream<'_, ()>, c: &streamcap::Chunk<'_>| {
         if s.direction() != Direction::Orig {
             return s.discard();
@@ -20,7 +22,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             None => s.discard(),
         }
     };
-    let cap = Capture::builder().chunk_size(512).flush_timeout(0.1).build();
+    let cap = Capture::builder()
+        .chunk_size(512)
+        .flush_timeout(0.1)
+        .build();
     cap.run_file(path, Callbacks::<()>::new().on_data(on_data))?;
     Ok(())
 }

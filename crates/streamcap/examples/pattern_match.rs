@@ -8,12 +8,18 @@ use streamcap::{deliver::Callbacks, Capture};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let path = args.next().unwrap_or_else(|| "samples/sample.pcap".into());
-    let pattern = args.next().unwrap_or_else(|| "HTTP/1.1".into()).into_bytes();
+    let pattern = args
+        .next()
+        .unwrap_or_else(|| "HTTP/1.1".into())
+        .into_bytes();
     let overlap = pattern.len().saturating_sub(1);
     let on_data = move |s: &mut streamcap::Stream<'_, ()>, c: &streamcap::Chunk<'_>| {
         if let Some(i) = c.data.windows(pattern.len()).position(|w| w == pattern) {
             let (ip, port) = s.src();
-            println!("match in {ip}:{port} at stream offset {}", c.offset + i as u64);
+            println!(
+                "match in {ip}:{port} at stream offset {}",
+                c.offset + i as u64
+            );
             s.discard();
         }
     };

@@ -1126,6 +1126,8 @@ impl<H: Handler> Worker<H> {
             self.terminate(idx, EndReason::Eof);
         }
         self.flush.clear();
+        // Datagrams still waiting for fragments will never complete: count them.
+        self.defrag.expire(Timestamp(u64::MAX));
         self.stats()
     }
 }

@@ -200,28 +200,11 @@ fn tshark_follow(file: &Path) -> Vec<((IpAddr, u16), (IpAddr, u16), String, Stri
     res
 }
 
-/// Principled differences, each with its reason.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
-    "suri__tcp-rst-with-data.pcap",
-    "payload carried by an RST segment is not part of the stream (hosts do not deliver it, \
-     RFC 1122 4.2.2.12); tshark's follow output includes it",
-)];
-
-#[test]
-fn complete_tcp_connections_match_tshark_follow() {
-    let Some(dir) = corpus_dir() else { return };
-    if !tshark() {
-        return;
-    }
+fn compare_files(files: &[PathBuf]) -> (usize, usize, Vec<String>) {
     let (mut compared, mut files_used) = (0usize, 0usize);
     let mut mismatches = Vec::new();
-    for f in captures(&dir) {
-        // Keep the test quick: tshark's follow taps cost O(packets x streams).
-        let size = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
-        if size > 4 << 20 || f.to_string_lossy().contains("/malformed/") {
-            continue;
-        }
-        let Ok(report) = Capture::builder().build().run_file(&f, Digests::default()) else {
+    for f in files {
+        let Ok(report) = Capture::builder().build().run_file(f, Digests::default()) else {
             continue;
         };
         let ours = report.handler.flows;
@@ -236,7 +219,7 @@ fn complete_tcp_connections_match_tshark_follow() {
         if complete.is_empty() {
             continue;
         }
-        let theirs = tshark_follow(&f);
+        let theirs = tshark_follow(f);
         let mut tcount: HashMap<((IpAddr, u16), (IpAddr, u16)), usize> = HashMap::new();
         for t in &theirs {
             let k = if t.0 <= t.1 { (t.0, t.1) } else { (t.1, t.0) };
@@ -280,6 +263,44 @@ fn complete_tcp_connections_match_tshark_follow() {
             }
         }
     }
+    (compared, files_used, mismatches)
+}
+
+/// Principled differences, each with its reason.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
+    "suri__tcp-rst-with-data.pcap",
+    "payload carried by an RST segment is not part of the stream (hosts do not deliver it, \
+     RFC 1122 4.2.2.12); tshark's follow output includes it",
+)];
+
+#[test]
+fn complete_tcp_connections_match_tshark_follow() {
+    let Some(dir) = corpus_dir() else { return };
+    if !tshark() {
+        return;
+    }
+    let files: Vec<PathBuf> = captures(&dir)
+        .into_iter()
+        .filter(|f| {
+            // Keep the test quick: tshark's follow taps cost O(packets x streams).
+            let size = std::fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+            size <= 4 << 20 && !f.to_string_lossy().contains("/malformed/")
+        })
+        .collect();
+    let halves: Vec<&[PathBuf]> = files.chunks(files.len().div_ceil(2).max(1)).collect();
+    let results: Vec<(usize, usize, Vec<String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = halves
+            .iter()
+            .map(|part| s.spawn(move || compare_files(part)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("comparison thread panicked"))
+            .collect()
+    });
+    let compared: usize = results.iter().map(|r| r.0).sum();
+    let files_used: usize = results.iter().map(|r| r.1).sum();
+    let mismatches: Vec<String> = results.into_iter().flat_map(|r| r.2).collect();
     eprintln!("compared {compared} complete TCP connections in {files_used} captures with tshark; {} differ", mismatches.len());
     assert!(compared > 100, "too few connections compared: {compared}");
     assert!(

@@ -659,3 +659,80 @@ fn fin_with_a_hole_before_it_ends_with_missing_bytes() {
     );
     assert_eq!(r.flows[0].1, "fin");
 }
+
+/// Splits a UDP datagram into IP fragments of `size` payload bytes (IPv4 or IPv6).
+fn fragmented_udp(v6: bool, payload: &[u8], size: usize, id: u32) -> Vec<Vec<u8>> {
+    use etherparse::{IpNumber, Ipv4Header, Ipv6FragmentHeader, Ipv6Header, UdpHeader};
+    let udp = UdpHeader {
+        source_port: 7000,
+        destination_port: 53,
+        length: (8 + payload.len()) as u16,
+        checksum: 0,
+    };
+    let mut l4 = udp.to_bytes().to_vec();
+    l4.extend_from_slice(payload);
+    let mut frames = Vec::new();
+    for (i, part) in l4.chunks(size).enumerate() {
+        let offset = (i * size / 8) as u16;
+        let more = (i + 1) * size < l4.len();
+        let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2];
+        if v6 {
+            f.extend_from_slice(&0x86ddu16.to_be_bytes());
+            let ip = Ipv6Header {
+                payload_length: (8 + part.len()) as u16,
+                next_header: IpNumber::IPV6_FRAGMENTATION_HEADER,
+                hop_limit: 64,
+                source: [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                destination: [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                ..Default::default()
+            };
+            f.extend_from_slice(&ip.to_bytes());
+            let fh = Ipv6FragmentHeader::new(IpNumber::UDP, offset.try_into().unwrap(), more, id);
+            f.extend_from_slice(&fh.to_bytes());
+        } else {
+            f.extend_from_slice(&0x0800u16.to_be_bytes());
+            let mut ip = Ipv4Header::new(
+                part.len() as u16,
+                64,
+                IpNumber::UDP,
+                [10, 0, 0, 1],
+                [10, 0, 0, 2],
+            )
+            .unwrap();
+            ip.identification = id as u16;
+            ip.more_fragments = more;
+            ip.fragment_offset = offset.try_into().unwrap();
+            ip.header_checksum = ip.calc_header_checksum();
+            f.extend_from_slice(&ip.to_bytes());
+        }
+        f.extend_from_slice(part);
+        frames.push(f);
+    }
+    frames
+}
+
+#[test]
+fn fragmented_datagrams_are_reassembled_before_the_flow_table() {
+    for v6 in [false, true] {
+        let payload = bytes(3000, 17);
+        let mut frames = fragmented_udp(v6, &payload, 1200, 4242);
+        frames.reverse();
+        let (r, stats) = run(Config::default(), &frames);
+        assert_eq!(r.get(0, "orig").data, payload, "v6={v6}");
+        assert_eq!(stats.fragments, 3);
+        assert_eq!(stats.defrag.reassembled, 1);
+        let info = r.get(0, "orig").closed.clone().unwrap();
+        assert_eq!(info.counters.pkts, 1, "one datagram");
+    }
+}
+
+#[test]
+fn fragments_that_never_complete_are_counted() {
+    let payload = bytes(3000, 18);
+    let mut frames = fragmented_udp(false, &payload, 1200, 1);
+    frames.remove(1);
+    let (r, stats) = run(Config::default(), &frames);
+    assert!(r.flows.is_empty());
+    assert_eq!(stats.fragments, 2);
+    assert_eq!(stats.defrag.reassembled, 0);
+}
