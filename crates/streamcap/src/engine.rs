@@ -809,7 +809,7 @@ impl<H: Handler> Worker<H> {
             cx.datagram(payload, u64::from(wire), kind == Kind::Other);
             classify(&before, &mut cx.me.info);
         }
-        self.table.touch(idx, kind.list(), ts);
+        self.table.touch(idx, kind.list(), self.now);
     }
 
     fn handle_tcp(
@@ -900,7 +900,7 @@ impl<H: Handler> Worker<H> {
             } else {
                 ListId::Tcp
             };
-            self.table.touch(idx, list, ts);
+            self.table.touch(idx, list, self.now);
             return;
         }
         if f.syn() {
@@ -996,7 +996,7 @@ impl<H: Handler> Worker<H> {
         } else {
             ListId::Tcp
         };
-        self.table.touch(idx, list, ts);
+        self.table.touch(idx, list, self.now);
     }
 
     fn expire(&mut self) {
