@@ -6,7 +6,9 @@ use std::time::Instant;
 use streamcap::{deliver::Callbacks, Capture};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "samples/sample.pcap".into());
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "samples/sample.pcap".into());
     for (name, cutoff) in [("flows (cutoff 0)", Some(0)), ("streams (no cutoff)", None)] {
         let mut b = Capture::builder();
         if let Some(c) = cutoff {
