@@ -1,1 +1,56 @@
+//! Deterministic traffic generator with known answers for streamcap.
+//!
+//! `streamcap-gen` builds classic pcap captures from a seeded description of
+//! TCP conversations and UDP flows, and records the *ground truth* for every
+//! flow next to it: the 5-tuple, VLAN tags, per-direction packet and IP byte
+//! counts, the byte stream the application intended to send (with its
+//! SHA-256), the ranges that never reached the wire and the overlapping
+//! retransmissions that carried conflicting bytes.
+//!
+//! The layers, bottom-up:
+//!
+//! * [`PcapWriter`] writes classic pcap files (µs or ns timestamps,
+//!   Ethernet / raw IP / Linux SLL2 link types, optional snap length).
+//! * [`packet`] builds IP packets with etherparse's `PacketBuilder`, wraps
+//!   them in link-layer framing (Ethernet II with zero, one or two VLAN tags,
+//!   or SLL2) and fragments IPv4 packets.
+//! * [`TcpConversation`] and [`UdpFlow`] are seeded builders that turn a
+//!   script of application sends into wire packets plus a [`FlowTruth`];
+//!   impairments (reordering, duplicates, capture loss, conflicting
+//!   retransmissions, IPv4 fragmentation) are applied on request.
+//! * [`Capture`] mixes any number of flows by timestamp and writes the pcap
+//!   bytes and the truth as JSON lines.
+//! * [`sample()`] builds the small realistic mixed capture shipped as
+//!   `samples/sample.pcap`.
+//!
+//! Everything is deterministic: the same builders and seeds always produce
+//! byte-identical output. Randomness comes from the crate's own
+//! [`SplitMix64`] generator.
+//!
+//! New traffic models (for instance a future heavy-tailed campus-trace model)
+//! plug in by implementing [`FlowGenerator`] or by feeding
+//! [`GeneratedFlow`]s straight into [`Capture::add_generated`].
 
+#![warn(missing_docs)]
+
+pub mod capture;
+pub mod packet;
+pub mod pcap;
+pub mod prng;
+pub mod sample;
+pub mod tcp;
+pub mod truth;
+pub mod udp;
+
+pub use capture::{Capture, Direction, FlowGenerator, GeneratedFlow, WirePacket};
+pub use packet::{FragmentOrder, LinkSpec, Vlan};
+pub use pcap::{LinkType, PcapConfig, PcapWriter, TsResolution};
+pub use prng::SplitMix64;
+pub use sample::{sample, SAMPLE_DEFAULT_SEED};
+pub use tcp::{Close, ConflictPlacement, Handshake, Reorder, SegmentInfo, TcpConversation};
+pub use truth::{ByteRange, ConflictTruth, DirectionTruth, EndReason, FlowTruth, Protocol};
+pub use udp::UdpFlow;
+
+/// Re-export of the etherparse version used for packet building, so callers
+/// can name its types (for example a hand-made `TcpHeader`).
+pub use etherparse;
