@@ -4,7 +4,7 @@ use crate::config::{Config, ReassemblyMode};
 use crate::deliver::Handler;
 use crate::engine::Worker;
 use crate::reassembly::policy::OverlapPolicy;
-use crate::source::{FileSource, PacketSource, SourceError};
+use crate::source::{FileSource, PacketSource, RawPacket, SourceError};
 use crate::stats::GlobalStats;
 use std::path::Path;
 
@@ -39,7 +39,55 @@ pub struct Report<H> {
     pub stats: GlobalStats,
     /// The input error that stopped reading, if any.
     pub error: Option<SourceError>,
+    /// Packets read from the source (including any a hook skipped).
+    pub packets_read: u64,
+    /// A hook stopped the run early ([`Verdict::Stop`]).
+    pub stopped: bool,
 }
+
+/// What [`RunHooks::inspect`] decides for a packet.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Hand the packet to the engine.
+    Process,
+    /// Ignore the packet (e.g. a filter rejected it).
+    Skip,
+    /// Stop reading; open streams are still terminated and delivered.
+    Stop,
+}
+
+/// Where a run is, for progress displays.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Packets read from the source so far.
+    pub packets_read: u64,
+    /// Sum of their on-the-wire lengths.
+    pub wire_bytes: u64,
+    /// (bytes consumed, total bytes) of the source, when known.
+    pub position: Option<(u64, u64)>,
+    /// The last call: the input is exhausted or the run stopped.
+    pub done: bool,
+}
+
+/// Hooks into [`Capture::run_with`]: a per-packet verdict (filters) and
+/// progress reports. `()` is the no-op implementation.
+pub trait RunHooks {
+    /// Sees each packet before the engine does.
+    fn inspect(&mut self, pkt: &RawPacket<'_>) -> Verdict {
+        let _ = pkt;
+        Verdict::Process
+    }
+    /// Called every [`RunHooks::progress_every`] packets and once at the end.
+    fn progress(&mut self, progress: &Progress) {
+        let _ = progress;
+    }
+    /// How many packets between progress calls.
+    fn progress_every(&self) -> u64 {
+        u64::MAX
+    }
+}
+
+impl RunHooks for () {}
 
 impl Capture {
     /// A builder with the default configuration.
@@ -56,25 +104,67 @@ impl Capture {
 
     /// Runs over every packet of `source`, then terminates all open streams.
     pub fn run<H: Handler>(&self, source: &mut dyn PacketSource, handler: H) -> Report<H> {
+        self.run_with(source, handler, &mut ())
+    }
+
+    /// Like [`Capture::run`], with hooks: `hooks.inspect` sees every packet
+    /// before the engine and may skip it (a filter) or stop the run, and
+    /// `hooks.progress` is called every [`RunHooks::progress_every`] packets
+    /// read and once at the end of the input.
+    pub fn run_with<H: Handler>(
+        &self,
+        source: &mut dyn PacketSource,
+        handler: H,
+        hooks: &mut dyn RunHooks,
+    ) -> Report<H> {
         let mut worker = Worker::new(self.cfg.clone(), handler);
         let mut error = None;
+        let mut stopped = false;
         let mut n = 0u64;
+        let mut wire = 0u64;
+        let every = hooks.progress_every().max(1);
         while self.max_packets.is_none_or(|m| n < m) {
             match source.next_packet() {
                 None => break,
-                Some(Ok(p)) => worker.process(&p),
+                Some(Ok(p)) => {
+                    wire += u64::from(p.orig_len);
+                    match hooks.inspect(&p) {
+                        Verdict::Process => worker.process(&p),
+                        Verdict::Skip => {}
+                        Verdict::Stop => {
+                            stopped = true;
+                            break;
+                        }
+                    }
+                }
                 Some(Err(e)) => {
                     error = Some(e);
                     break;
                 }
             }
             n += 1;
+            if n % every == 0 {
+                hooks.progress(&Progress {
+                    packets_read: n,
+                    wire_bytes: wire,
+                    position: source.progress(),
+                    done: false,
+                });
+            }
         }
+        hooks.progress(&Progress {
+            packets_read: n,
+            wire_bytes: wire,
+            position: source.progress(),
+            done: true,
+        });
         let stats = worker.finish();
         Report {
             handler: worker.into_handler(),
             stats,
             error,
+            packets_read: n,
+            stopped,
         }
     }
 

@@ -27,13 +27,14 @@ pub mod config;
 pub mod decode;
 pub mod deliver;
 pub mod engine;
+pub mod filter;
 pub mod flow;
 pub mod reassembly;
 pub mod source;
 pub mod stats;
 pub mod time;
 
-pub use capture::{Capture, CaptureBuilder, Report};
+pub use capture::{Capture, CaptureBuilder, Progress, Report, RunHooks, Verdict};
 pub use config::{Config, ReassemblyMode};
 pub use deliver::{Callbacks, Chunk, Handler, Stream};
 pub use reassembly::policy::OverlapPolicy;

@@ -1,0 +1,216 @@
+//! The engine-side handler of the CLI: digests, stream files, flow records.
+
+use crate::output::RecordWriter;
+use crate::record::FlowRecord;
+use crate::tcpflow;
+use sha2::{Digest, Sha256};
+use std::cell::RefCell;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
+use streamcap::flow::Direction;
+
+/// Per-direction state (the engine's per-stream user state).
+#[derive(Default)]
+pub struct DirState {
+    hasher: Option<Sha256>,
+    /// The file this direction's bytes go to (`streams -w`).
+    file: Option<String>,
+}
+
+/// Why the run must stop early: the first output error.
+#[derive(Default)]
+pub struct Failure {
+    /// The error, with the path or "stdout".
+    pub error: Option<(String, io::Error)>,
+}
+
+/// Shared between the handler and the run hooks.
+pub type SharedFailure = Rc<RefCell<Failure>>;
+
+/// The CLI handler.
+pub struct CliHandler {
+    digest: bool,
+    dir: Option<PathBuf>,
+    out: RecordWriter,
+    out_name: String,
+    jsonl: Option<RecordWriter>,
+    failure: SharedFailure,
+    /// Records written.
+    pub records: u64,
+    /// Files created in the output directory.
+    pub files: u64,
+    /// Bytes written to stream files.
+    pub file_bytes: u64,
+    /// Bytes delivered to the data callback.
+    pub delivered: u64,
+}
+
+impl CliHandler {
+    /// A handler writing records to `out`; `digest` hashes each direction;
+    /// `dir` writes each direction's bytes to its own file and `streams.jsonl`.
+    pub fn new(
+        out: RecordWriter,
+        out_name: String,
+        digest: bool,
+        dir: Option<(PathBuf, RecordWriter)>,
+        failure: SharedFailure,
+    ) -> CliHandler {
+        let (dir, jsonl) = match dir {
+            Some((d, w)) => (Some(d), Some(w)),
+            None => (None, None),
+        };
+        CliHandler {
+            digest,
+            dir,
+            out,
+            out_name,
+            jsonl,
+            failure,
+            records: 0,
+            files: 0,
+            file_bytes: 0,
+            delivered: 0,
+        }
+    }
+
+    fn fail(&self, what: String, e: io::Error) {
+        let mut f = self.failure.borrow_mut();
+        if f.error.is_none() {
+            f.error = Some((what, e));
+        }
+    }
+
+    fn failed(&self) -> bool {
+        self.failure.borrow().error.is_some()
+    }
+
+    /// Writes the trailers and flushes; returns the first error.
+    pub fn finish(&mut self) {
+        if let Err(e) = self.out.finish() {
+            self.fail(self.out_name.clone(), e);
+        }
+        if let (Some(w), Some(d)) = (self.jsonl.as_mut(), self.dir.as_ref()) {
+            if let Err(e) = w.finish() {
+                let p = d.join("streams.jsonl").display().to_string();
+                self.fail(p, e);
+            }
+        }
+    }
+
+    fn write_chunk(
+        &mut self,
+        dir: &Path,
+        s: &mut Stream<'_, DirState>,
+        c: &Chunk<'_>,
+    ) -> Result<(), (String, io::Error)> {
+        let data = c.new_data();
+        if data.is_empty() {
+            return Ok(());
+        }
+        let offset = c.offset + c.new_from as u64;
+        let mut file = match s.state().file.clone() {
+            Some(name) => {
+                let p = dir.join(&name);
+                OpenOptions::new()
+                    .write(true)
+                    .open(&p)
+                    .map_err(|e| (p.display().to_string(), e))?
+            }
+            None => {
+                let (src, sport) = s.src();
+                let (dst, dport) = s.dst();
+                let base = tcpflow::flow_name(src, sport, dst, dport, s.key().vlan());
+                let (name, f) = create_unique(dir, &base)?;
+                s.state().file = Some(name);
+                self.files += 1;
+                f
+            }
+        };
+        let name = s.state().file.clone().unwrap_or_default();
+        let res = file
+            .seek(SeekFrom::Start(offset))
+            .and_then(|_| file.write_all(data));
+        res.map_err(|e| (dir.join(name).display().to_string(), e))?;
+        self.file_bytes += data.len() as u64;
+        Ok(())
+    }
+}
+
+/// Creates `base`, `basec1`, `basec2`… whichever does not exist yet (tcpflow's rule).
+fn create_unique(dir: &Path, base: &str) -> Result<(String, File), (String, io::Error)> {
+    for n in 0u32.. {
+        let name = tcpflow::with_count(base, n);
+        let p = dir.join(&name);
+        match OpenOptions::new().write(true).create_new(true).open(&p) {
+            Ok(f) => return Ok((name, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err((p.display().to_string(), e)),
+        }
+    }
+    Err((
+        dir.join(base).display().to_string(),
+        io::Error::other("no free file name"),
+    ))
+}
+
+impl Handler for CliHandler {
+    type State = DirState;
+
+    fn on_data(&mut self, s: &mut Stream<'_, DirState>, c: &Chunk<'_>) {
+        let data = c.new_data();
+        self.delivered += data.len() as u64;
+        if self.digest {
+            s.state()
+                .hasher
+                .get_or_insert_with(Sha256::new)
+                .update(data);
+        }
+        if let Some(dir) = self.dir.clone() {
+            if self.failed() {
+                return;
+            }
+            if let Err((p, e)) = self.write_chunk(&dir, s, c) {
+                self.fail(p, e);
+            }
+        } else {
+            std::hint::black_box(data);
+        }
+    }
+
+    fn on_flow_end(&mut self, fe: &mut FlowEnd<'_, DirState>) {
+        if self.failed() {
+            return;
+        }
+        let mut r = FlowRecord::from_flow(fe);
+        for dir in [Direction::Orig, Direction::Resp] {
+            let st = fe.state(dir);
+            let sha = if self.digest {
+                let h = st.hasher.take().unwrap_or_default();
+                Some(hex::encode(h.finalize()))
+            } else {
+                None
+            };
+            let file = self.dir.as_ref().map(|_| st.file.take());
+            let d = match dir {
+                Direction::Orig => &mut r.orig,
+                Direction::Resp => &mut r.resp,
+            };
+            d.sha256 = sha;
+            d.file = file;
+        }
+        self.records += 1;
+        if let Err(e) = self.out.write(&r) {
+            self.fail(self.out_name.clone(), e);
+            return;
+        }
+        if let (Some(w), Some(d)) = (self.jsonl.as_mut(), self.dir.as_ref()) {
+            if let Err(e) = w.write(&r) {
+                let p = d.join("streams.jsonl").display().to_string();
+                self.fail(p, e);
+            }
+        }
+    }
+}

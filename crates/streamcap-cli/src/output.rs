@@ -1,0 +1,168 @@
+//! Writing flow records: JSON lines, CSV, or a Zeek conn.log.
+
+use crate::record::{DirRecord, FlowRecord};
+use crate::zeek;
+use std::io::{self, Write};
+
+/// Output format.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One JSON object per line (docs/json-format.md).
+    Json,
+    /// The JSON fields flattened, with a header row.
+    Csv,
+    /// A Zeek conn.log (TSV with Zeek's header).
+    Zeek,
+}
+
+const DIR_FIELDS: [&str; 8] = [
+    "pkts",
+    "bytes",
+    "stream_bytes",
+    "captured",
+    "discarded",
+    "dropped",
+    "missing",
+    "sha256",
+];
+
+/// The CSV header row (no newline). `files` adds `orig_file` / `resp_file`.
+pub fn csv_header(files: bool) -> String {
+    let mut h: Vec<String> = [
+        "ts", "last_ts", "proto", "src_ip", "src_port", "dst_ip", "dst_port", "vlan",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for d in ["orig", "resp"] {
+        for f in DIR_FIELDS {
+            h.push(format!("{d}_{f}"));
+        }
+        if files {
+            h.push(format!("{d}_file"));
+        }
+    }
+    h.push("end".into());
+    h.push("errors".into());
+    h.join(",")
+}
+
+fn csv_dir(out: &mut Vec<String>, d: &DirRecord, files: bool) {
+    for v in [
+        d.pkts,
+        d.bytes,
+        d.stream_bytes,
+        d.captured,
+        d.discarded,
+        d.dropped,
+        d.missing,
+    ] {
+        out.push(v.to_string());
+    }
+    out.push(d.sha256.clone().unwrap_or_default());
+    if files {
+        out.push(d.file.clone().flatten().unwrap_or_default());
+    }
+}
+
+/// One CSV row (no newline). Empty cells stand for null.
+pub fn csv_row(r: &FlowRecord, files: bool) -> String {
+    let mut v = vec![
+        r.ts.text(),
+        r.last_ts.text(),
+        r.proto.text(),
+        r.src_ip.to_string(),
+        r.src_port.to_string(),
+        r.dst_ip.to_string(),
+        r.dst_port.to_string(),
+        r.vlan.map(|x| x.to_string()).unwrap_or_default(),
+    ];
+    csv_dir(&mut v, &r.orig, files);
+    csv_dir(&mut v, &r.resp, files);
+    v.push(r.end.to_string());
+    v.push(r.errors.join(";"));
+    v.join(",")
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Writes records in one format to a byte sink.
+pub struct RecordWriter {
+    out: Box<dyn Write>,
+    format: Format,
+    files: bool,
+    started: bool,
+}
+
+impl RecordWriter {
+    /// A writer; `files` adds the per-direction file columns (CSV) / fields (JSON).
+    pub fn new(out: Box<dyn Write>, format: Format, files: bool) -> RecordWriter {
+        RecordWriter {
+            out,
+            format,
+            files,
+            started: false,
+        }
+    }
+
+    /// Writes the header (CSV, zeek), once.
+    pub fn begin(&mut self) -> io::Result<()> {
+        if self.started {
+            return Ok(());
+        }
+        self.started = true;
+        match self.format {
+            Format::Json => Ok(()),
+            Format::Csv => writeln!(self.out, "{}", csv_header(self.files)),
+            Format::Zeek => self
+                .out
+                .write_all(zeek::header(&zeek::log_time(now_secs())).as_bytes()),
+        }
+    }
+
+    /// Writes one record.
+    pub fn write(&mut self, r: &FlowRecord) -> io::Result<()> {
+        self.begin()?;
+        match self.format {
+            Format::Json => {
+                serde_json::to_writer(&mut self.out, r).map_err(io::Error::from)?;
+                self.out.write_all(b"\n")
+            }
+            Format::Csv => writeln!(self.out, "{}", csv_row(r, self.files)),
+            Format::Zeek => self.out.write_all(zeek::line(r).as_bytes()),
+        }
+    }
+
+    /// Writes the trailer (zeek) and flushes.
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.begin()?;
+        if self.format == Format::Zeek {
+            self.out
+                .write_all(zeek::footer(&zeek::log_time(now_secs())).as_bytes())?;
+        }
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_header_row() {
+        assert_eq!(
+            csv_header(false),
+            "ts,last_ts,proto,src_ip,src_port,dst_ip,dst_port,vlan,\
+orig_pkts,orig_bytes,orig_stream_bytes,orig_captured,orig_discarded,orig_dropped,orig_missing,orig_sha256,\
+resp_pkts,resp_bytes,resp_stream_bytes,resp_captured,resp_discarded,resp_dropped,resp_missing,resp_sha256,\
+end,errors"
+        );
+        let h = csv_header(true);
+        assert!(h.contains(",orig_sha256,orig_file,resp_pkts,"));
+        assert!(h.ends_with(",resp_sha256,resp_file,end,errors"));
+    }
+}

@@ -1,0 +1,448 @@
+//! Zeek `conn.log` output: header, uid, conn_state, one TSV line per flow.
+
+use crate::record::FlowRecord;
+use sha2::{Digest, Sha256};
+
+/// The `#fields` line's names.
+pub const FIELDS: [&str; 21] = [
+    "ts",
+    "uid",
+    "id.orig_h",
+    "id.orig_p",
+    "id.resp_h",
+    "id.resp_p",
+    "proto",
+    "service",
+    "duration",
+    "orig_bytes",
+    "resp_bytes",
+    "conn_state",
+    "local_orig",
+    "local_resp",
+    "missed_bytes",
+    "history",
+    "orig_pkts",
+    "orig_ip_bytes",
+    "resp_pkts",
+    "resp_ip_bytes",
+    "tunnel_parents",
+];
+
+/// The `#types` line's types.
+pub const TYPES: [&str; 21] = [
+    "time",
+    "string",
+    "addr",
+    "port",
+    "addr",
+    "port",
+    "enum",
+    "string",
+    "interval",
+    "count",
+    "count",
+    "string",
+    "bool",
+    "bool",
+    "count",
+    "string",
+    "count",
+    "count",
+    "count",
+    "count",
+    "set[string]",
+];
+
+/// `YYYY-MM-DD-HH-MM-SS` (UTC) of Unix seconds, as Zeek's `#open` / `#close`.
+pub fn log_time(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}-{:02}-{:02}-{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// The header lines, each ending in a newline.
+pub fn header(open: &str) -> String {
+    format!(
+        "#separator \\x09\n#set_separator\t,\n#empty_field\t(empty)\n#unset_field\t-\n#path\tconn\n#open\t{open}\n#fields\t{}\n#types\t{}\n",
+        FIELDS.join("\t"),
+        TYPES.join("\t")
+    )
+}
+
+/// The trailer line.
+pub fn footer(close: &str) -> String {
+    format!("#close\t{close}\n")
+}
+
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// "C" + 17 base62 characters, derived from a SHA-256 of the connection's
+/// first timestamp, key and serial number: the same input gives the same uid.
+pub fn uid(r: &FlowRecord) -> String {
+    let mut h = Sha256::new();
+    h.update(r.ts.0.as_nanos().to_be_bytes());
+    h.update([r.proto.0]);
+    h.update(r.src_ip.to_string().as_bytes());
+    h.update(r.src_port.to_be_bytes());
+    h.update(b"|");
+    h.update(r.dst_ip.to_string().as_bytes());
+    h.update(r.dst_port.to_be_bytes());
+    h.update(r.extra.vlan_key.to_be_bytes());
+    h.update(r.extra.conn_id.to_be_bytes());
+    let d = h.finalize();
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    let mut v = u128::from_be_bytes(b);
+    let mut out = String::with_capacity(18);
+    out.push('C');
+    for _ in 0..17 {
+        out.push(char::from(BASE62[(v % 62) as usize]));
+        v /= 62;
+    }
+    out
+}
+
+/// Zeek's TCP endpoint states, as far as the history letters tell them.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TcpState {
+    /// No packet.
+    Inactive,
+    /// Sent a SYN.
+    SynSent,
+    /// Sent a SYN-ACK.
+    SynAckSent,
+    /// Active without a SYN seen.
+    Partial,
+    /// Handshake completed.
+    Established,
+    /// Sent a FIN.
+    Closed,
+    /// Sent a RST.
+    Reset,
+}
+
+/// The endpoint states of the initiator and responder from the history
+/// (uppercase = initiator) and whether each side sent packets.
+pub fn endpoint_states(
+    history: &str,
+    orig_active: bool,
+    resp_active: bool,
+) -> (TcpState, TcpState) {
+    let has = |c: char| history.contains(c);
+    let established = has('S') && has('h') && (has('A') || has('D'));
+    let orig = if has('R') {
+        TcpState::Reset
+    } else if has('F') {
+        TcpState::Closed
+    } else if has('S') {
+        if established {
+            TcpState::Established
+        } else {
+            TcpState::SynSent
+        }
+    } else if has('H') {
+        TcpState::SynAckSent
+    } else if orig_active || history.chars().any(|c| c.is_ascii_uppercase()) {
+        TcpState::Partial
+    } else {
+        TcpState::Inactive
+    };
+    let resp = if has('r') {
+        TcpState::Reset
+    } else if has('f') {
+        TcpState::Closed
+    } else if has('h') {
+        if established {
+            TcpState::Established
+        } else {
+            TcpState::SynAckSent
+        }
+    } else if has('s') {
+        TcpState::SynSent
+    } else if resp_active || history.chars().any(|c| c.is_ascii_lowercase()) {
+        TcpState::Partial
+    } else {
+        TcpState::Inactive
+    };
+    (orig, resp)
+}
+
+/// Zeek's `RSTOS0` history pattern `^?S[^HAFGIQ]*R.*`.
+fn rstos0_history(h: &str) -> bool {
+    let h = h.strip_prefix('^').unwrap_or(h);
+    let Some(rest) = h.strip_prefix('S') else {
+        return false;
+    };
+    for c in rest.chars() {
+        if c == 'R' {
+            return true;
+        }
+        if "HAFGIQ".contains(c) {
+            return false;
+        }
+    }
+    false
+}
+
+/// Zeek's `conn_state` (base/protocols/conn/main.zeek) applied to the
+/// endpoint states derived from the history.
+pub fn conn_state(
+    proto: u8,
+    history: &str,
+    orig_pkts: u64,
+    resp_pkts: u64,
+    orig_size: u64,
+    resp_size: u64,
+) -> &'static str {
+    match proto {
+        6 => {
+            use TcpState::*;
+            let (os, rs) = endpoint_states(history, orig_pkts > 0, resp_pkts > 0);
+            let o_inactive = matches!(os, Inactive | Partial);
+            let r_inactive = matches!(rs, Inactive | Partial);
+            if rs == Reset {
+                if matches!(os, SynSent | SynAckSent)
+                    || (os == Reset && orig_size == 0 && resp_size == 0)
+                {
+                    "REJ"
+                } else if o_inactive {
+                    "RSTRH"
+                } else {
+                    "RSTR"
+                }
+            } else if os == Reset {
+                if r_inactive {
+                    if rstos0_history(history) {
+                        "RSTOS0"
+                    } else {
+                        "OTH"
+                    }
+                } else {
+                    "RSTO"
+                }
+            } else if rs == Closed && os == Closed {
+                "SF"
+            } else if os == Closed {
+                if r_inactive {
+                    "SH"
+                } else {
+                    "S2"
+                }
+            } else if rs == Closed {
+                if o_inactive {
+                    "SHR"
+                } else {
+                    "S3"
+                }
+            } else if os == SynSent && rs == Inactive {
+                "S0"
+            } else if os == Established && rs == Established {
+                "S1"
+            } else {
+                "OTH"
+            }
+        }
+        17 => match (orig_pkts > 0, resp_pkts > 0) {
+            (true, true) => "SF",
+            (true, false) => "S0",
+            (false, true) => "SHR",
+            (false, false) => "OTH",
+        },
+        _ => "OTH",
+    }
+}
+
+/// One conn.log line (with newline).
+pub fn line(r: &FlowRecord) -> String {
+    let proto = match r.proto.0 {
+        6 => "tcp",
+        17 => "udp",
+        1 | 58 => "icmp",
+        _ => "unknown_transport",
+    };
+    let dur_ns = r.last_ts.0.nanos_since(r.ts.0);
+    let (duration, ob, rb) = if dur_ns > 0 {
+        (
+            format!(
+                "{}.{:06}",
+                dur_ns / 1_000_000_000,
+                dur_ns % 1_000_000_000 / 1000
+            ),
+            r.orig.stream_bytes.to_string(),
+            r.resp.stream_bytes.to_string(),
+        )
+    } else {
+        ("-".into(), "-".into(), "-".into())
+    };
+    let state = conn_state(
+        r.proto.0,
+        &r.extra.history,
+        r.orig.pkts,
+        r.resp.pkts,
+        r.orig.stream_bytes,
+        r.resp.stream_bytes,
+    );
+    let history = if r.extra.history.is_empty() {
+        "-"
+    } else {
+        r.extra.history.as_str()
+    };
+    let f: [String; 21] = [
+        r.ts.text(),
+        uid(r),
+        r.src_ip.to_string(),
+        r.src_port.to_string(),
+        r.dst_ip.to_string(),
+        r.dst_port.to_string(),
+        proto.into(),
+        "-".into(),
+        duration,
+        ob,
+        rb,
+        state.into(),
+        "-".into(),
+        "-".into(),
+        (r.orig.missing + r.resp.missing).to_string(),
+        history.into(),
+        r.orig.pkts.to_string(),
+        r.orig.bytes.to_string(),
+        r.resp.pkts.to_string(),
+        r.resp.bytes.to_string(),
+        "-".into(),
+    ];
+    let mut s = f.join("\t");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cs(h: &str) -> &'static str {
+        conn_state(
+            6,
+            h,
+            1,
+            u64::from(h.chars().any(|c| c.is_ascii_lowercase())),
+            0,
+            0,
+        )
+    }
+
+    #[test]
+    fn conn_state_table() {
+        assert_eq!(cs("S"), "S0");
+        assert_eq!(cs("ShAD"), "S1");
+        assert_eq!(cs("ShADadFf"), "SF");
+        assert_eq!(cs("ShADdaFf"), "SF");
+        assert_eq!(cs("Sr"), "REJ");
+        assert_eq!(cs("ShADF"), "S2");
+        assert_eq!(cs("ShADf"), "S3");
+        assert_eq!(cs("ShADR"), "RSTO");
+        assert_eq!(cs("ShADr"), "RSTR");
+        assert_eq!(cs("SR"), "RSTOS0");
+        assert_eq!(conn_state(6, "hr", 0, 2, 0, 0), "RSTRH");
+        assert_eq!(cs("SF"), "SH");
+        assert_eq!(conn_state(6, "hf", 0, 2, 0, 0), "SHR");
+        assert_eq!(conn_state(6, "ShADR", 3, 1, 0, 0), "RSTO");
+        assert_eq!(cs("DdA"), "OTH");
+        assert_eq!(cs("Dd"), "OTH");
+        // Midstream, both closed: SF like Zeek.
+        assert_eq!(cs("DdFf"), "SF");
+        // No SYN, originator RST, responder silent: not RSTOS0.
+        assert_eq!(conn_state(6, "DR", 2, 0, 0, 0), "OTH");
+        assert_eq!(conn_state(17, "", 1, 1, 0, 0), "SF");
+        assert_eq!(conn_state(17, "", 1, 0, 0, 0), "S0");
+        assert_eq!(conn_state(17, "", 0, 1, 0, 0), "SHR");
+        assert_eq!(conn_state(1, "", 1, 1, 0, 0), "OTH");
+    }
+
+    #[test]
+    fn rstos0_pattern() {
+        assert!(rstos0_history("SR"));
+        assert!(rstos0_history("^STR"));
+        assert!(!rstos0_history("SAR"));
+        assert!(!rstos0_history("DR"));
+        assert!(!rstos0_history("S"));
+    }
+
+    #[test]
+    fn uid_is_deterministic() {
+        let mk = |port: u16, id: u64| {
+            let d = crate::record::DirRecord {
+                pkts: 0,
+                bytes: 0,
+                stream_bytes: 0,
+                captured: 0,
+                discarded: 0,
+                dropped: 0,
+                missing: 0,
+                sha256: None,
+                file: None,
+            };
+            FlowRecord {
+                ts: crate::record::Ts(streamcap::Timestamp::from_secs_nanos(100, 7)),
+                last_ts: crate::record::Ts(streamcap::Timestamp::from_secs_nanos(100, 7)),
+                proto: crate::record::Proto(6),
+                src_ip: "10.0.0.1".parse().unwrap(),
+                src_port: port,
+                dst_ip: "10.0.0.2".parse().unwrap(),
+                dst_port: 80,
+                vlan: None,
+                orig: d.clone(),
+                resp: d,
+                end: "eof",
+                errors: vec![],
+                extra: crate::record::Extra {
+                    history: "S".into(),
+                    conn_id: id,
+                    vlan_key: 0,
+                },
+            }
+        };
+        let a = uid(&mk(1000, 1));
+        assert_eq!(a, uid(&mk(1000, 1)));
+        assert_ne!(a, uid(&mk(1001, 1)));
+        assert_ne!(a, uid(&mk(1000, 2)));
+        assert_eq!(a.len(), 18);
+        assert!(a.starts_with('C'));
+        assert!(a[1..].bytes().all(|b| b.is_ascii_alphanumeric()));
+        let l = line(&mk(1000, 1));
+        assert_eq!(l.trim_end().split('\t').count(), 21);
+        assert!(l.contains("\t-\t-\t-\tS0\t"), "{l}");
+    }
+
+    #[test]
+    fn log_times() {
+        assert_eq!(log_time(0), "1970-01-01-00-00-00");
+        assert_eq!(log_time(1_700_000_000), "2023-11-14-22-13-20");
+        assert_eq!(log_time(951_782_400), "2000-02-29-00-00-00");
+    }
+
+    #[test]
+    fn header_lines() {
+        let h = header("2024-01-01-00-00-00");
+        let lines: Vec<&str> = h.lines().collect();
+        assert_eq!(lines[0], "#separator \\x09");
+        assert_eq!(lines[1], "#set_separator\t,");
+        assert_eq!(lines.len(), 8);
+        assert_eq!(lines[6].split('\t').count(), 22);
+        assert_eq!(lines[7].split('\t').count(), 22);
+    }
+}

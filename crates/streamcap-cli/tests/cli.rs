@@ -1,0 +1,449 @@
+//! The binary's behaviour: corpus robustness, formats, errors, exit codes.
+
+mod common;
+
+use common::*;
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn corpus_never_panics() {
+    let Some(corpus) = corpus() else { return };
+    let files = captures(&corpus);
+    assert!(!files.is_empty());
+    let (mut ok, mut input_errors) = (0, 0);
+    for f in &files {
+        let fs = f.to_str().unwrap_or_default();
+        for args in [
+            vec!["flows", "-q", "-r", fs],
+            vec!["flows", "--digest", "-r", fs],
+            vec!["streams", "-q", "-r", fs],
+        ] {
+            let o = run(&args);
+            let err = stderr(&o);
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            match o.status.code() {
+                Some(0) => ok += 1,
+                Some(1) => {
+                    input_errors += 1;
+                    // A clear input error naming the file.
+                    assert!(
+                        err.contains(&format!("streamcap: {fs}: ")),
+                        "{args:?}: {err}"
+                    );
+                }
+                c => panic!("{args:?}: exit {c:?}: {err}"),
+            }
+            // Whatever was printed is valid JSON lines satisfying the invariant.
+            for r in json_lines(&o.stdout) {
+                for d in ["orig", "resp"] {
+                    let g = |k: &str| r[d][k].as_u64().unwrap_or(u64::MAX);
+                    assert_eq!(
+                        g("captured") + g("discarded") + g("dropped"),
+                        g("stream_bytes") - g("missing"),
+                        "{args:?}: {r}"
+                    );
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{} captures: {ok} runs exit 0, {input_errors} runs exit 1 with an input error",
+        files.len()
+    );
+}
+
+#[test]
+fn input_error_still_prints_records() {
+    let Some(corpus) = corpus() else { return };
+    let f = corpus.join("bulk-flows/suri__pgsql-5000-query-results.pcap");
+    let o = run(&["flows", "-r", f.to_str().unwrap_or_default()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(": record 786 (byte offset 3276005): file cut short"),
+        "{err}"
+    );
+    // The summary comes before the error; the records are all there.
+    assert!(err.contains("packets"), "{err}");
+    assert!(!json_lines(&o.stdout).is_empty());
+}
+
+#[test]
+fn missing_file_is_an_input_error() {
+    let o = run(&["flows", "-r", "/nonexistent/trace.pcap"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("streamcap: /nonexistent/trace.pcap: cannot read"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = run(&["flows", "-r", "x.pcap", "--workers", "4"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("multi-core processing is not built yet"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["flows", "-r", "x.pcap", "--cutoff", "10XB"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown unit"), "{}", stderr(&o));
+    let o = run(&["flows", "-r", "x.pcap", "--mode", "sloppy"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["flows"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn invalid_filter_is_reported_before_reading() {
+    // The file does not exist: the filter error must come first.
+    let o = run(&[
+        "flows",
+        "-r",
+        "/nonexistent.pcap",
+        "tcp",
+        "port",
+        "80",
+        "and",
+        "and",
+    ]);
+    let err = stderr(&o);
+    if err.contains("install libpcap0.8") {
+        eprintln!("skipping: libpcap not available");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("invalid filter \"tcp port 80 and and\""),
+        "{err}"
+    );
+    assert!(err.contains("syntax error"), "{err}");
+}
+
+#[test]
+fn filter_selects_flows() {
+    let Some(corpus) = corpus() else { return };
+    let f = corpus.join("http/zeek__wikipedia.pcap");
+    let fs = f.to_str().unwrap_or_default();
+    let all = json_lines(&run(&["flows", "-q", "-r", fs]).stdout);
+    let o = run(&["flows", "-q", "-r", fs, "tcp", "port", "80"]);
+    if stderr(&o).contains("install libpcap0.8") {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let web = json_lines(&o.stdout);
+    assert!(!web.is_empty() && web.len() < all.len());
+    assert!(web
+        .iter()
+        .all(|r| r["proto"] == "tcp" && (r["src_port"] == 80 || r["dst_port"] == 80)));
+    let expect = all
+        .iter()
+        .filter(|r| r["proto"] == "tcp" && (r["src_port"] == 80 || r["dst_port"] == 80))
+        .count();
+    assert_eq!(web.len(), expect);
+    let udp = json_lines(&run(&["flows", "-q", "-r", fs, "udp"]).stdout);
+    assert!(udp.iter().all(|r| r["proto"] == "udp"));
+    // SLL2 input: compiled for link type 276.
+    let f = corpus.join("bulk-flows/suri__decode-sll2-02.pcap");
+    let o = run(&["flows", "-q", "-r", f.to_str().unwrap_or_default(), "tcp"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!json_lines(&o.stdout).is_empty());
+}
+
+#[test]
+fn cutoff_and_digest_options() {
+    let Some(corpus) = corpus() else { return };
+    let f = corpus.join("http/zeek__http-post-large.pcap");
+    let fs = f.to_str().unwrap_or_default();
+    let plain = json_lines(&run(&["flows", "-q", "-r", fs]).stdout);
+    assert!(plain
+        .iter()
+        .all(|r| r["orig"]["captured"] == 0 && r["orig"]["sha256"].is_null()));
+    let d = json_lines(&run(&["flows", "--digest", "-q", "-r", fs]).stdout);
+    assert!(d
+        .iter()
+        .all(|r| r["orig"]["sha256"].as_str().is_some_and(|s| s.len() == 64)));
+    let c = json_lines(&run(&["flows", "--digest", "-q", "--cutoff", "1KiB", "-r", fs]).stdout);
+    assert!(c
+        .iter()
+        .all(|r| r["orig"]["captured"].as_u64().unwrap_or(9999) <= 1024));
+    let c = json_lines(&run(&["flows", "--digest", "-q", "--cutoff-resp", "0", "-r", fs]).stdout);
+    assert!(c.iter().all(|r| r["resp"]["captured"] == 0));
+    assert!(c
+        .iter()
+        .any(|r| r["orig"]["captured"].as_u64().unwrap_or(0) > 1024));
+    // -c: stop after 5 packets.
+    let few = json_lines(&run(&["flows", "-q", "-c", "5", "-r", fs]).stdout);
+    let pk: u64 = few
+        .iter()
+        .map(|r| r["orig"]["pkts"].as_u64().unwrap_or(0) + r["resp"]["pkts"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(pk, 5);
+}
+
+#[test]
+fn csv_format() {
+    let Some(corpus) = corpus() else { return };
+    let f = corpus.join("http/zeek__wikipedia.pcap");
+    let o = run(&[
+        "flows",
+        "-q",
+        "--format",
+        "csv",
+        "-r",
+        f.to_str().unwrap_or_default(),
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
+    assert_eq!(header[0], "ts");
+    assert_eq!(*header.last().unwrap_or(&""), "errors");
+    let mut n = 0;
+    for l in lines {
+        assert_eq!(l.split(',').count(), header.len(), "{l}");
+        n += 1;
+    }
+    assert!(n > 0);
+}
+
+/// Checks a conn.log strictly against Zeek's header grammar and field types.
+fn check_zeek_log(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() >= 9, "{text}");
+    assert_eq!(lines[0], "#separator \\x09");
+    assert_eq!(lines[1], "#set_separator\t,");
+    assert_eq!(lines[2], "#empty_field\t(empty)");
+    assert_eq!(lines[3], "#unset_field\t-");
+    assert_eq!(lines[4], "#path\tconn");
+    let date_ok = |s: &str| {
+        let p: Vec<&str> = s.split('-').collect();
+        p.len() == 6
+            && p[0].len() == 4
+            && p[1..].iter().all(|x| x.len() == 2)
+            && p.iter().all(|x| x.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let open = lines[5].strip_prefix("#open\t").expect("#open");
+    assert!(date_ok(open), "{open}");
+    let fields: Vec<&str> = lines[6]
+        .strip_prefix("#fields\t")
+        .expect("#fields")
+        .split('\t')
+        .collect();
+    let types: Vec<&str> = lines[7]
+        .strip_prefix("#types\t")
+        .expect("#types")
+        .split('\t')
+        .collect();
+    assert_eq!(fields.len(), 21);
+    assert_eq!(types.len(), fields.len());
+    let close = lines[lines.len() - 1]
+        .strip_prefix("#close\t")
+        .expect("#close last");
+    assert!(date_ok(close), "{close}");
+    let mut n = 0;
+    for l in &lines[8..lines.len() - 1] {
+        assert!(!l.starts_with('#'), "{l}");
+        let v: Vec<&str> = l.split('\t').collect();
+        assert_eq!(v.len(), fields.len(), "{l}");
+        for ((val, ty), name) in v.iter().zip(&types).zip(&fields) {
+            assert!(!val.is_empty(), "{name} empty in {l}");
+            if *val == "-" {
+                continue;
+            }
+            let ok = match *ty {
+                "time" | "interval" => val.split_once('.').is_some_and(|(a, b)| {
+                    !a.is_empty()
+                        && a.bytes().all(|c| c.is_ascii_digit())
+                        && b.len() == 6
+                        && b.bytes().all(|c| c.is_ascii_digit())
+                }),
+                "count" | "port" => val.parse::<u64>().is_ok(),
+                "addr" => val.parse::<std::net::IpAddr>().is_ok(),
+                "bool" => *val == "T" || *val == "F",
+                "enum" => ["tcp", "udp", "icmp", "unknown_transport"].contains(val),
+                "string" => !val.contains('\t'),
+                "set[string]" => true,
+                t => panic!("unexpected type {t}"),
+            };
+            assert!(ok, "{name} ({ty}) = {val:?} in {l}");
+        }
+        let uid = v[1];
+        assert!(
+            uid.len() == 18
+                && uid.starts_with('C')
+                && uid[1..].bytes().all(|b| b.is_ascii_alphanumeric())
+        );
+        let states = [
+            "S0", "S1", "SF", "REJ", "S2", "S3", "RSTO", "RSTR", "RSTOS0", "RSTRH", "SH", "SHR",
+            "OTH",
+        ];
+        assert!(states.contains(&v[11]), "{l}");
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn zeek_format() {
+    let Some(corpus) = corpus() else { return };
+    let dir = tempdir("zeek");
+    let mut total = 0;
+    for rel in [
+        "http/zeek__wikipedia.pcap",
+        "tcp-edge/zeek__tcp-rst-inject-rae.pcap",
+        "ipv6-vlan-frag/ndpi__http_ipv6.pcap",
+        "mixed-large/zeek__echo-connections.pcap",
+    ] {
+        let f = corpus.join(rel);
+        let out = dir.join("conn.log");
+        let o = run(&[
+            "flows",
+            "-q",
+            "--format",
+            "zeek",
+            "-o",
+            out.to_str().unwrap_or_default(),
+            "-r",
+            f.to_str().unwrap_or_default(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&out).expect("conn.log");
+        let n = check_zeek_log(&text);
+        // The uid is deterministic.
+        let o2 = run(&[
+            "flows",
+            "-q",
+            "--format",
+            "zeek",
+            "-r",
+            f.to_str().unwrap_or_default(),
+        ]);
+        let uids = |t: &str| {
+            t.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(|l| l.split('\t').nth(1).unwrap_or("").to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(uids(&text), uids(&String::from_utf8_lossy(&o2.stdout)));
+        total += n;
+        // zat's reader, when installed.
+        let py = Command::new("python3").args(["-c", "import zat"]).output();
+        if !py.is_ok_and(|p| p.status.success()) {
+            eprintln!("skipping the zat check: python3 -c 'import zat' failed (pip install zat)");
+            continue;
+        }
+        let script = "import sys\nfrom zat import zeek_log_reader\nr = zeek_log_reader.ZeekLogReader(sys.argv[1])\nn = 0\nfor row in r.readrows():\n    assert row['uid'].startswith('C'), row\n    assert row['proto'] in ('tcp','udp','icmp','unknown_transport'), row\n    n += 1\nprint(n)\n";
+        let z = Command::new("python3")
+            .args(["-c", script, out.to_str().unwrap_or_default()])
+            .output()
+            .expect("python3");
+        assert!(
+            z.status.success(),
+            "zat failed on {rel}: {}",
+            String::from_utf8_lossy(&z.stderr)
+        );
+        let zs = String::from_utf8_lossy(&z.stdout).into_owned();
+        let zn: usize = zs
+            .lines()
+            .last()
+            .unwrap_or("")
+            .trim()
+            .parse()
+            .unwrap_or(usize::MAX);
+        assert_eq!(zn, n, "zat rows for {rel}");
+    }
+    assert!(total > 10);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn broken_pipe_exits_quietly() {
+    let Some(corpus) = corpus() else { return };
+    let f = corpus.join("mixed-large/ndpi__gnutella.pcap");
+    let mut child = Command::new(BIN)
+        .args(["flows", "-r", f.to_str().unwrap_or_default()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut buf = [0u8; 100];
+    let _ = out.read(&mut buf);
+    drop(out);
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let status = child.wait().expect("wait");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("error"), "{err}");
+    assert_eq!(status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn streams_directory() {
+    let Some(corpus) = corpus() else { return };
+    let dir = tempdir("streams");
+    let f = corpus.join("http/zeek__http-pipelined-requests.pcap");
+    let o = run(&[
+        "streams",
+        "-q",
+        "-r",
+        f.to_str().unwrap_or_default(),
+        "-w",
+        dir.to_str().unwrap_or_default(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let recs = json_lines(&std::fs::read(dir.join("streams.jsonl")).expect("streams.jsonl"));
+    assert_eq!(recs.len(), 1);
+    assert_eq!(
+        recs[0]["orig"]["file"],
+        "192.168.001.104.01673-063.245.209.011.00080"
+    );
+    assert_eq!(
+        recs[0]["resp"]["file"],
+        "063.245.209.011.00080-192.168.001.104.01673"
+    );
+    // stdout carries the same records.
+    assert_eq!(json_lines(&o.stdout), recs);
+    // A second run into the same directory gets tcpflow's c1 names.
+    let o = run(&[
+        "streams",
+        "-q",
+        "-r",
+        f.to_str().unwrap_or_default(),
+        "-w",
+        dir.to_str().unwrap_or_default(),
+    ]);
+    let recs = json_lines(&o.stdout);
+    assert_eq!(
+        recs[0]["orig"]["file"],
+        "192.168.001.104.01673-063.245.209.011.00080c1"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn completions_and_help() {
+    for sh in ["bash", "zsh", "fish"] {
+        let o = run(&["completions", sh]);
+        assert_eq!(o.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("streamcap"));
+    }
+    let o = run(&["--help"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Examples:"));
+    let o = run(&["flows", "--help"]);
+    let h = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        h.contains("--digest") && h.contains("[FILTER]...") && h.contains("Examples:"),
+        "{h}"
+    );
+}
