@@ -81,9 +81,17 @@ enum Cmd {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Generate the sample capture and analyse it (not built yet).
-    #[command(hide = true)]
-    Demo,
+    /// Generate the project's sample capture and print its flow records.
+    ///
+    /// The sample (about 40 flows: HTTP, TLS, SSH, SMTP, DNS, IPv6, VLAN,
+    /// reordering, loss, a conflicting overlap, fragments) is made by the
+    /// deterministic generator in streamcap-gen; the same capture ships as
+    /// samples/sample.pcap.
+    Demo {
+        /// Where to write the sample (default: a file in the temporary directory).
+        #[arg(short = 'w', long = "write", value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -180,20 +188,35 @@ struct Common {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.cmd {
+    dispatch(Cli::parse().cmd)
+}
+
+fn dispatch(cmd: Cmd) -> ExitCode {
+    match cmd {
         Cmd::Completions { shell } => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "streamcap", &mut io::stdout());
             ExitCode::SUCCESS
         }
-        Cmd::Demo => {
-            // TODO(streamcap-gen): generate the sample capture with the
-            // streamcap-gen crate (being written concurrently), write it to a
-            // temporary file and run `flows --digest` on it, comparing with the
-            // generator's ground truth.
-            eprintln!("streamcap: demo is not available yet (the sample generator is not built)");
-            ExitCode::from(2)
+        Cmd::Demo { out } => {
+            let path = out.unwrap_or_else(|| std::env::temp_dir().join("streamcap-sample.pcap"));
+            let bytes = streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes();
+            if let Err(e) = std::fs::write(&path, bytes) {
+                eprintln!("streamcap: cannot write {}: {e}", path.display());
+                return ExitCode::from(1);
+            }
+            eprintln!("streamcap: generated sample capture {}", path.display());
+            let args = [
+                "streamcap".as_ref(),
+                "flows".as_ref(),
+                "--digest".as_ref(),
+                "-r".as_ref(),
+                path.as_os_str(),
+            ];
+            match Cli::try_parse_from(args) {
+                Ok(cli) => dispatch(cli.cmd),
+                Err(e) => usage(e),
+            }
         }
         Cmd::Flows(a) => run(a.common, a.digest, None, false),
         Cmd::Streams(a) => run(a.common, false, a.dir, true),
