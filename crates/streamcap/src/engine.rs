@@ -769,6 +769,10 @@ impl<H: Handler> Worker<H> {
         };
         self.begin_packet(idx, side, ip_len, ts);
         if wire > 0 {
+            if let Some(c) = self.table.get_mut(idx) {
+                let is_orig = side == c.orig_side;
+                c.history.push(b'D', is_orig);
+            }
             let off = self
                 .table
                 .get(idx)
