@@ -11,13 +11,13 @@ use std::path::Path;
 /// A configured capture: build it with [`Capture::builder`], run it on a
 /// source with [`Capture::run`] or on a file with [`Capture::run_file`].
 ///
-/// ```no_run
+/// ```
 /// use streamcap::{Capture, deliver::Callbacks};
 /// let cb = Callbacks::<()>::new().on_close(|s| {
 ///     let (ip, port) = s.src();
 ///     println!("{ip}:{port} sent {} bytes", s.info().counters.stream_bytes);
 /// });
-/// let report = Capture::builder().cutoff(0).build().run_file("trace.pcap", cb)?;
+/// let report = Capture::builder().cutoff(0).build().run_file("../../samples/sample.pcap", cb)?;
 /// println!("{} packets", report.stats.packets);
 /// # Ok::<(), streamcap::SourceError>(())
 /// ```

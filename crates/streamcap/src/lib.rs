@@ -18,6 +18,52 @@
 //! - [`deliver`]: stream descriptors, chunks, the memory budget and the callbacks.
 //! - [`engine`]: the worker that runs the whole path for one shard of flows.
 //! - [`Capture`] ties a source, a [`Config`] and a [`deliver::Handler`] together.
+//!
+//! ## Example
+//!
+//! Print every stream of a capture with its size, statistics only (cutoff 0):
+//!
+//! ```
+//! use streamcap::{deliver::Callbacks, Capture};
+//!
+//! let on_close = |s: &mut streamcap::Stream<'_, ()>| {
+//!     let ((sip, sp), (dip, dp)) = (s.src(), s.dst());
+//!     println!("{sip}:{sp} -> {dip}:{dp}: {} bytes", s.info().counters.stream_bytes);
+//! };
+//! let report = Capture::builder()
+//!     .cutoff(0)
+//!     .build()
+//!     .run_file("../../samples/sample.pcap", Callbacks::<()>::new().on_close(on_close))?;
+//! assert_eq!(report.stats.packets, 472);
+//! assert!(report.stats.totals.invariant_holds());
+//! # Ok::<(), streamcap::SourceError>(())
+//! ```
+//!
+//! With a [`Handler`] and per-stream state, counting the bytes of each
+//! direction as chunks arrive:
+//!
+//! ```
+//! use streamcap::{Capture, Chunk, Handler, Stream};
+//!
+//! #[derive(Default)]
+//! struct Bytes(u64);
+//!
+//! impl Handler for Bytes {
+//!     type State = u64; // bytes seen by this stream
+//!     fn on_data(&mut self, s: &mut Stream<'_, u64>, chunk: &Chunk<'_>) {
+//!         *s.state() += chunk.new_data().len() as u64;
+//!     }
+//!     fn on_close(&mut self, s: &mut Stream<'_, u64>) {
+//!         let seen = *s.state();
+//!         assert_eq!(seen, s.info().counters.captured);
+//!         self.0 += seen;
+//!     }
+//! }
+//!
+//! let report = Capture::builder().chunk_size(4096).build().run_file("../../samples/sample.pcap", Bytes::default())?;
+//! assert_eq!(report.handler.0, report.stats.totals.captured);
+//! # Ok::<(), streamcap::SourceError>(())
+//! ```
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
