@@ -669,6 +669,7 @@ impl<H: Handler> Worker<H> {
             overlap: self.cfg.overlap,
             flush_timeout: self.cfg.flush_timeout,
             policy: self.cfg.policy,
+            mode: self.cfg.mode,
         }
     }
 
@@ -862,7 +863,6 @@ impl<H: Handler> Worker<H> {
         };
         self.begin_packet(idx, side, ip_len, ts);
         let wire = u64::from(seg.payload_wire_len);
-        let mode = self.cfg.mode;
         let Some((key, conn)) = self.table.entry_mut(idx) else {
             return;
         };
@@ -940,7 +940,7 @@ impl<H: Handler> Worker<H> {
                     window: seg.window,
                 });
             }
-            let reject = mode == ReassemblyMode::Strict && !handshake_ok;
+            let reject = me.info.params.mode == ReassemblyMode::Strict && !handshake_ok;
             let mut cx = Cx {
                 handler: &mut self.handler,
                 key,
@@ -978,7 +978,10 @@ impl<H: Handler> Worker<H> {
                 }
             }
             let waiting = opp.ooo.as_ref().is_some_and(|a| !a.is_empty());
-            if mode == ReassemblyMode::Fast && waiting && opp.tcp.acked > opp.tcp.next {
+            if opp.info.params.mode == ReassemblyMode::Fast
+                && waiting
+                && opp.tcp.acked > opp.tcp.next
+            {
                 let mut cx = Cx {
                     handler: &mut self.handler,
                     key,
@@ -1067,14 +1070,15 @@ impl<H: Handler> Worker<H> {
             return;
         };
         let reason = conn.closing.unwrap_or(reason);
-        let strict = self.cfg.mode == ReassemblyMode::Strict;
         for side in [conn.orig_side, conn.orig_side.other()] {
             let (me, opp) = pair(&mut conn.dirs, side);
             if me.info.created {
                 if conn.kind == Kind::Tcp && conn.handshake != 3 {
                     me.info.errors.insert(StreamErrors::NO_HANDSHAKE);
                 }
-                let reject = strict && conn.kind == Kind::Tcp && conn.handshake != 3;
+                let reject = me.info.params.mode == ReassemblyMode::Strict
+                    && conn.kind == Kind::Tcp
+                    && conn.handshake != 3;
                 let mut cx = Cx {
                     handler: &mut self.handler,
                     key: &key,
@@ -1170,4 +1174,19 @@ fn rst_valid(me: &TcpDir, peer: &TcpDir, seq: u32) -> bool {
     };
     let lower = acked as i64 - 1;
     off >= lower && off <= me.max_end.saturating_add(window).min(i64::MAX as u64) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// libnids spends about 8 KiB per open stream; a tracked connection here
+    /// (both directions, before any payload is buffered) is far smaller.
+    #[test]
+    fn connection_footprint() {
+        let conn = std::mem::size_of::<Conn<()>>();
+        let entry = conn + std::mem::size_of::<FlowKey>() + 4 + 16;
+        eprintln!("connection record {conn} bytes, with table entry about {entry} bytes");
+        assert!(entry < 1024, "{entry}");
+    }
 }

@@ -813,3 +813,66 @@ fn known_answers_for_every_policy_and_mode() {
         }
     }
 }
+
+#[test]
+fn half_closed_connection_keeps_the_open_direction() {
+    let (cl, sv) = (client(), server());
+    let reply = bytes(6000, 22);
+    let mut c = Conv::new(cl, sv, 1, 1);
+    c.handshake().client(b"GET / HTTP/1.0\r\n\r\n", 100);
+    // The client half-closes; the server keeps sending, then closes.
+    c.frames.push(tcp(cl, sv, c.cseq, c.sseq, FIN | ACK, b""));
+    c.cseq += 1;
+    c.server(&reply, 1000);
+    c.frames.push(tcp(sv, cl, c.sseq, c.cseq, FIN | ACK, b""));
+    c.frames.push(tcp(cl, sv, c.cseq, c.sseq + 1, ACK, b""));
+    let (r, _) = run(Config::default(), &c.frames);
+    assert_eq!(r.get(0, "resp").data, reply);
+    assert_eq!(r.flows[0].1, "fin");
+    assert!(r.get(0, "orig").closed.as_ref().unwrap().errors.is_empty());
+}
+
+#[test]
+fn mode_can_be_changed_per_stream() {
+    let data = bytes(2000, 23);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.client(&data, 1000).server(&data, 1000);
+    let rec = Recorder::default();
+    let mut w = Worker::new(
+        Config {
+            mode: ReassemblyMode::Fast,
+            ..Config::default()
+        },
+        rec,
+    );
+    // Strict for the responder's stream only, set when it is created.
+    struct StrictResp(Recorder);
+    impl streamcap::Handler for StrictResp {
+        type State = ();
+        fn on_create(&mut self, s: &mut streamcap::Stream<'_, ()>) {
+            if s.direction() == streamcap::flow::Direction::Resp {
+                s.set_mode(ReassemblyMode::Strict);
+            }
+            self.0.on_create(s);
+        }
+        fn on_data(&mut self, s: &mut streamcap::Stream<'_, ()>, c: &streamcap::Chunk<'_>) {
+            self.0.on_data(s, c);
+        }
+        fn on_close(&mut self, s: &mut streamcap::Stream<'_, ()>) {
+            self.0.on_close(s);
+        }
+    }
+    feed(&mut w, &c.frames, 1);
+    w.finish();
+    let mut w2 = Worker::new(Config::default(), StrictResp(Recorder::default()));
+    feed(&mut w2, &c.frames, 1);
+    w2.finish();
+    assert_eq!(w.handler().get(0, "resp").data, data);
+    let h = &w2.handler().0;
+    assert_eq!(h.get(0, "orig").data, data);
+    assert!(h.get(0, "resp").data.is_empty());
+    assert_eq!(
+        h.get(0, "resp").closed.as_ref().unwrap().counters.discarded,
+        2000
+    );
+}

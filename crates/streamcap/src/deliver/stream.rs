@@ -1,6 +1,7 @@
 //! The stream descriptor (Scap Table I) and the handle callbacks use to read
 //! and steer a stream.
 
+use crate::config::ReassemblyMode;
 use crate::flow::{Direction, FlowKey, Side};
 use crate::reassembly::policy::OverlapPolicy;
 use crate::time::Timestamp;
@@ -184,6 +185,8 @@ pub struct StreamParams {
     pub flush_timeout: Option<u64>,
     /// Overlap policy for this stream.
     pub policy: OverlapPolicy,
+    /// Reassembly mode for this stream (TCP).
+    pub mode: ReassemblyMode,
 }
 
 /// The descriptor of one stream: counters, status, errors, timestamps and
@@ -320,6 +323,13 @@ impl<S> Stream<'_, S> {
     /// Sets the overlap policy for bytes not yet delivered.
     pub fn set_policy(&mut self, policy: OverlapPolicy) {
         self.info.params.policy = policy;
+    }
+    /// Sets the reassembly mode for the rest of this stream (TCP): `Strict`
+    /// discards data of a connection whose handshake was not seen and holds
+    /// holes until the limits; `Fast` gives holes up when the peer
+    /// acknowledges past them.
+    pub fn set_mode(&mut self, mode: ReassemblyMode) {
+        self.info.params.mode = mode;
     }
     /// Keeps the current chunk: the next data event receives these bytes
     /// followed by the new ones in one contiguous slice (Scap
