@@ -1,7 +1,7 @@
 //! Measures engine throughput on a capture: statistics only (cutoff 0) and
-//! full stream delivery to a no-op consumer, best of three runs each.
+//! full stream delivery to a no-op consumer, best of N runs each (default 3).
 //!
-//! `cargo run --release --example throughput -- trace.pcap`
+//! `cargo run --release --example throughput -- trace.pcap [RUNS]`
 use std::time::Instant;
 use streamcap::{deliver::Callbacks, Capture};
 
@@ -9,6 +9,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "samples/sample.pcap".into());
+    let runs: usize = std::env::args()
+        .nth(2)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
     for (name, cutoff) in [("flows (cutoff 0)", Some(0)), ("streams (no cutoff)", None)] {
         let mut b = Capture::builder();
         if let Some(c) = cutoff {
@@ -17,7 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let cap = b.build();
         let mut best = f64::MAX;
         let mut stats = None;
-        for _ in 0..3 {
+        for _ in 0..runs {
             let t = Instant::now();
             let r = cap.run_file(&path, Callbacks::<()>::new())?;
             best = best.min(t.elapsed().as_secs_f64());

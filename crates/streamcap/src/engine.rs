@@ -481,6 +481,8 @@ pub struct Worker<H: Handler> {
     defrag: Defragmenter,
     flush: FlushQueue,
     now: Timestamp,
+    /// No flow can time out before this (a lower bound of the list heads' deadlines).
+    next_check: Timestamp,
     next_conn_id: u64,
     stats: GlobalStats,
     scratch: Vec<u8>,
@@ -497,6 +499,7 @@ impl<H: Handler> Worker<H> {
             table: FlowTable::new(),
             flush: BinaryHeap::new(),
             now: Timestamp::ZERO,
+            next_check: Timestamp::ZERO,
             next_conn_id: 0,
             stats: GlobalStats::default(),
             scratch: Vec::new(),
@@ -555,7 +558,13 @@ impl<H: Handler> Worker<H> {
         if pkt.ts > self.now {
             self.now = pkt.ts;
         }
-        self.expire();
+        let due = self.flush.peek().map_or(u64::MAX, |Reverse(e)| e.0);
+        if self.now >= self.next_check || self.now.0 >= due {
+            self.expire();
+        }
+        if self.defrag.in_progress() > 0 {
+            self.defrag.expire(self.now);
+        }
         if pkt.is_truncated() {
             self.stats.truncated_packets += 1;
         }
@@ -707,6 +716,7 @@ impl<H: Handler> Worker<H> {
         };
         self.stats.flows_created[ProtoClass::of(key.proto()) as usize] += 1;
         let idx = self.table.insert(key, kind.list(), self.now, conn);
+        self.touch(idx, kind.list());
         self.stats.max_flows = self.stats.max_flows.max(self.table.len() as u64);
         idx
     }
@@ -814,7 +824,7 @@ impl<H: Handler> Worker<H> {
             cx.datagram(payload, u64::from(wire), kind == Kind::Other);
             classify(&before, &mut cx.me.info);
         }
-        self.table.touch(idx, kind.list(), self.now);
+        self.touch(idx, kind.list());
     }
 
     fn handle_tcp(
@@ -904,7 +914,7 @@ impl<H: Handler> Worker<H> {
             } else {
                 ListId::Tcp
             };
-            self.table.touch(idx, list, self.now);
+            self.touch(idx, list);
             return;
         }
         if f.syn() {
@@ -1003,7 +1013,7 @@ impl<H: Handler> Worker<H> {
         } else {
             ListId::Tcp
         };
-        self.table.touch(idx, list, self.now);
+        self.touch(idx, list);
     }
 
     fn expire(&mut self) {
@@ -1021,15 +1031,32 @@ impl<H: Handler> Worker<H> {
             (ListId::Other, self.cfg.other_timeout),
             (ListId::Closing, self.cfg.close_linger),
         ];
+        let mut next = Timestamp(u64::MAX);
         for (list, timeout) in lists {
             while let Some((idx, last)) = self.table.oldest(list) {
-                if last.add_nanos(timeout) > now {
+                let deadline = last.add_nanos(timeout);
+                if deadline > now {
+                    next = next.min(deadline);
                     break;
                 }
                 self.terminate(idx, EndReason::Timeout);
             }
         }
+        self.next_check = next;
         self.defrag.expire(now);
+    }
+
+    /// Moves a flow to the tail of `list`, keeping `next_check` a lower bound
+    /// of every list head's deadline.
+    fn touch(&mut self, idx: u32, list: ListId) {
+        self.table.touch(idx, list, self.now);
+        let timeout = match list {
+            ListId::Tcp => self.cfg.tcp_timeout,
+            ListId::Udp => self.cfg.udp_timeout,
+            ListId::Other => self.cfg.other_timeout,
+            ListId::Closing => self.cfg.close_linger,
+        };
+        self.next_check = self.next_check.min(self.now.add_nanos(timeout));
     }
 
     fn flush_stream(&mut self, slot: u32, id: u64, side: Side) {
