@@ -75,10 +75,28 @@ impl History {
 
 struct DirState<S> {
     info: StreamInfo,
-    buf: ChunkBuf,
+    /// Allocated at the first byte buffered, so idle connections stay small.
+    buf: Option<Box<ChunkBuf>>,
     tcp: TcpDir,
     ooo: Option<Box<Assembler>>,
     user: S,
+}
+
+impl<S> DirState<S> {
+    /// The chunk buffer, created at the delivery point on first use.
+    fn buf_mut(&mut self) -> &mut ChunkBuf {
+        let start = self.tcp.next;
+        self.buf.get_or_insert_with(|| {
+            Box::new(ChunkBuf {
+                start,
+                ..ChunkBuf::default()
+            })
+        })
+    }
+
+    fn fresh_len(&self) -> usize {
+        self.buf.as_ref().map_or(0, |b| b.fresh_len())
+    }
 }
 
 struct Conn<S> {
@@ -152,10 +170,12 @@ impl<H: Handler> Cx<'_, H> {
 
     /// Hands the buffered new bytes to the data callback.
     fn deliver(&mut self, reason: DataReason) {
-        if self.me.buf.fresh_len() == 0 {
+        if self.me.fresh_len() == 0 {
             return;
         }
-        let buf = std::mem::take(&mut self.me.buf);
+        let Some(buf) = self.me.buf.take() else {
+            return;
+        };
         let chunk = Chunk {
             data: &buf.data,
             offset: buf.start,
@@ -170,8 +190,7 @@ impl<H: Handler> Cx<'_, H> {
         let keep = std::mem::take(&mut self.me.info.keep);
         let p = self.me.info.params;
         let overlap = p.overlap.min(p.chunk_size / 2);
-        self.me.buf = buf;
-        self.me.buf.consume(keep, overlap, self.budget);
+        self.me.buf.insert(buf).consume(keep, overlap, self.budget);
     }
 
     /// Appends bytes at the delivery point, delivering full chunks. Stops early
@@ -185,7 +204,8 @@ impl<H: Handler> Cx<'_, H> {
                 break;
             }
             let cs = self.me.info.params.chunk_size.max(1);
-            let room = cs.saturating_sub(self.me.buf.fill()).max(1);
+            let fill = self.me.buf.as_ref().map_or(0, |b| b.fill());
+            let room = cs.saturating_sub(fill).max(1);
             let take = room
                 .min(data.len() - done)
                 .min((limit - next).min(usize::MAX as u64) as usize);
@@ -194,17 +214,19 @@ impl<H: Handler> Cx<'_, H> {
                 self.commit_gap(rest, GapKind::Dropped);
                 return data.len();
             }
-            let buf = &mut self.me.buf;
+            let (flush_timeout, conn_id) =
+                (self.me.info.params.flush_timeout, self.me.info.conn_id);
+            let buf = self.me.buf_mut();
             if buf.data.capacity() == 0 {
                 buf.data.reserve_exact(cs);
             }
             if buf.fresh_len() == 0 {
                 buf.pending_since = Some(self.now);
-                if let Some(ft) = self.me.info.params.flush_timeout {
+                if let Some(ft) = flush_timeout {
                     self.flush.push(Reverse((
                         self.now.0.saturating_add(ft),
                         self.slot,
-                        self.me.info.conn_id,
+                        conn_id,
                         self.side as u8,
                     )));
                 }
@@ -215,7 +237,7 @@ impl<H: Handler> Cx<'_, H> {
             c.captured += take as u64;
             c.stream_bytes += take as u64;
             self.me.tcp.next += take as u64;
-            if self.me.buf.fill() >= cs {
+            if self.me.buf.as_ref().is_some_and(|b| b.fill() >= cs) {
                 self.deliver(DataReason::Full);
             }
         }
@@ -229,7 +251,10 @@ impl<H: Handler> Cx<'_, H> {
         }
         self.deliver(DataReason::Gap);
         let off = self.me.tcp.next;
-        self.me.buf.note_gap(off, len, self.budget);
+        // Nothing buffered and nothing to report: bytes past the cutoff need no buffer.
+        if kind != GapKind::Discarded || self.me.buf.is_some() {
+            self.me.buf_mut().note_gap(off, len, self.budget);
+        }
         let info = &mut self.me.info;
         let c = &mut info.counters;
         c.stream_bytes += len;
@@ -325,7 +350,9 @@ impl<H: Handler> Cx<'_, H> {
     }
 
     fn check_conflict(&mut self, start: u64, bytes: &[u8]) {
-        let buf = &self.me.buf;
+        let Some(buf) = self.me.buf.as_deref() else {
+            return;
+        };
         let a = start.max(buf.start);
         let b = (start + bytes.len() as u64).min(buf.end());
         if a >= b {
@@ -698,7 +725,7 @@ impl<H: Handler> Worker<H> {
             };
             DirState {
                 info: StreamInfo::new(dir, id, self.params_for(dir)),
-                buf: ChunkBuf::default(),
+                buf: None,
                 tcp: TcpDir::default(),
                 ooo: None,
                 user: H::State::default(),
@@ -759,7 +786,7 @@ impl<H: Handler> Worker<H> {
             return;
         };
         if self.budget.try_charge(std::mem::size_of::<PacketRecord>()) {
-            conn.dirs[side.index()].buf.packets.push(rec);
+            conn.dirs[side.index()].buf_mut().packets.push(rec);
         }
     }
 
@@ -939,7 +966,7 @@ impl<H: Handler> Worker<H> {
             let off = me.tcp.offset_of(data_seq).unwrap_or(0);
             if self.cfg.need_packets && self.budget.try_charge(std::mem::size_of::<PacketRecord>())
             {
-                me.buf.packets.push(PacketRecord {
+                me.buf_mut().packets.push(PacketRecord {
                     ts,
                     offset: off.max(0) as u64,
                     len: wire as u32,
@@ -1068,7 +1095,8 @@ impl<H: Handler> Worker<H> {
         if me.info.conn_id != id {
             return;
         }
-        let (Some(since), Some(ft)) = (me.buf.pending_since, me.info.params.flush_timeout) else {
+        let pending = me.buf.as_ref().and_then(|b| b.pending_since);
+        let (Some(since), Some(ft)) = (pending, me.info.params.flush_timeout) else {
             return;
         };
         if since.add_nanos(ft) > now {
@@ -1126,7 +1154,9 @@ impl<H: Handler> Worker<H> {
             } else {
                 me.info.status = StreamStatus::Closed(reason);
             }
-            me.buf.clear(&mut self.budget);
+            if let Some(b) = me.buf.as_mut() {
+                b.clear(&mut self.budget);
+            }
             if let Some(a) = me.ooo.as_mut() {
                 a.clear(&mut self.budget);
             }
