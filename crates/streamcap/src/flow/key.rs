@@ -1,6 +1,7 @@
 //! Bidirectional flow keys.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// One of the two endpoints of a connection, by the key's canonical order.
@@ -50,7 +51,7 @@ impl Direction {
 ///
 /// Addresses are stored as 16 bytes (IPv4 in the first four) with a family flag,
 /// so keys are small, `Copy` and cheap to hash.
-#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, PartialEq, Eq)]
 pub struct FlowKey {
     a: [u8; 16],
     b: [u8; 16],
@@ -69,6 +70,22 @@ fn addr_bytes(ip: IpAddr) -> ([u8; 16], bool) {
             (b, false)
         }
         IpAddr::V6(v6) => (v6.octets(), true),
+    }
+}
+
+impl Hash for FlowKey {
+    /// Feeds the key to the hasher as four machine words (consistent with the
+    /// derived `Eq`: equal keys write equal words).
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        h.write_u128(u128::from_ne_bytes(self.a));
+        h.write_u128(u128::from_ne_bytes(self.b));
+        h.write_u64(
+            u64::from(self.a_port)
+                | u64::from(self.b_port) << 16
+                | u64::from(self.proto) << 32
+                | u64::from(self.v6) << 40,
+        );
+        h.write_u32(self.vlan);
     }
 }
 
