@@ -490,6 +490,25 @@ impl<H: Handler> Cx<'_, H> {
     }
 }
 
+/// Builds a [`Cx`] from the worker's shared parts (handler, budget, flush
+/// queue) and one direction of a connection, borrowing the fields disjointly.
+macro_rules! cx {
+    ($w:ident, $key:expr, $side:expr, $me:expr, $opp:expr, $slot:expr, $now:expr, $reject:expr) => {
+        Cx {
+            handler: &mut $w.handler,
+            key: $key,
+            side: $side,
+            me: $me,
+            opp: $opp,
+            budget: &mut $w.budget,
+            flush: &mut $w.flush,
+            slot: $slot,
+            now: $now,
+            reject: $reject,
+        }
+    };
+}
+
 /// One flow shard: decodes frames, tracks connections, reassembles streams,
 /// and calls the handler.
 ///
@@ -762,18 +781,7 @@ impl<H: Handler> Worker<H> {
             me.info.created = true;
             me.info.start = ts;
             self.stats.streams += 1;
-            let mut cx = Cx {
-                handler: &mut self.handler,
-                key,
-                side,
-                me,
-                opp: &opp.info,
-                budget: &mut self.budget,
-                flush: &mut self.flush,
-                slot: idx,
-                now: self.now,
-                reject: false,
-            };
+            let mut cx = cx!(self, key, side, me, &opp.info, idx, self.now, false);
             cx.call(|h, s| h.on_create(s));
         }
     }
@@ -835,18 +843,7 @@ impl<H: Handler> Worker<H> {
         };
         let (me, opp) = pair(&mut conn.dirs, side);
         let before = me.info.counters;
-        let mut cx = Cx {
-            handler: &mut self.handler,
-            key,
-            side,
-            me,
-            opp: &opp.info,
-            budget: &mut self.budget,
-            flush: &mut self.flush,
-            slot: idx,
-            now: self.now,
-            reject: false,
-        };
+        let mut cx = cx!(self, key, side, me, &opp.info, idx, self.now, false);
         if wire > 0 {
             cx.datagram(payload, u64::from(wire), kind == Kind::Other);
             classify(&before, &mut cx.me.info);
@@ -978,18 +975,7 @@ impl<H: Handler> Worker<H> {
                 });
             }
             let reject = me.info.params.mode == ReassemblyMode::Strict && !handshake_ok;
-            let mut cx = Cx {
-                handler: &mut self.handler,
-                key,
-                side,
-                me: &mut *me,
-                opp: &opp.info,
-                budget: &mut self.budget,
-                flush: &mut self.flush,
-                slot: idx,
-                now: self.now,
-                reject,
-            };
+            let mut cx = cx!(self, key, side, &mut *me, &opp.info, idx, self.now, reject);
             cx.tcp_data(off, seg.payload, wire, &self.cfg);
             classify(&before, &mut me.info);
         }
@@ -1019,18 +1005,7 @@ impl<H: Handler> Worker<H> {
                 && waiting
                 && opp.tcp.acked > opp.tcp.next
             {
-                let mut cx = Cx {
-                    handler: &mut self.handler,
-                    key,
-                    side: side.other(),
-                    me: opp,
-                    opp: &me.info,
-                    budget: &mut self.budget,
-                    flush: &mut self.flush,
-                    slot: idx,
-                    now: self.now,
-                    reject: false,
-                };
+                let mut cx = cx!(self, key, side.other(), opp, &me.info, idx, self.now, false);
                 let acked = cx.me.tcp.acked;
                 while cx.me.tcp.next < acked && cx.skip_hole() {}
             }
@@ -1104,18 +1079,7 @@ impl<H: Handler> Worker<H> {
                 .push(Reverse((since.0.saturating_add(ft), slot, id, side as u8)));
             return;
         }
-        let mut cx = Cx {
-            handler: &mut self.handler,
-            key,
-            side,
-            me,
-            opp: &opp.info,
-            budget: &mut self.budget,
-            flush: &mut self.flush,
-            slot,
-            now,
-            reject: false,
-        };
+        let mut cx = cx!(self, key, side, me, &opp.info, slot, now, false);
         cx.deliver(DataReason::FlushTimeout);
     }
 
@@ -1134,18 +1098,7 @@ impl<H: Handler> Worker<H> {
                 let reject = me.info.params.mode == ReassemblyMode::Strict
                     && conn.kind == Kind::Tcp
                     && conn.handshake != 3;
-                let mut cx = Cx {
-                    handler: &mut self.handler,
-                    key: &key,
-                    side,
-                    me,
-                    opp: &opp.info,
-                    budget: &mut self.budget,
-                    flush: &mut self.flush,
-                    slot: idx,
-                    now: self.now,
-                    reject,
-                };
+                let mut cx = cx!(self, &key, side, me, &opp.info, idx, self.now, reject);
                 cx.finish();
                 cx.me.info.status = StreamStatus::Closed(reason);
                 cx.call(|h, s| h.on_close(s));
