@@ -5,8 +5,18 @@
 #   libpcap  - libpcap's filter compiler, loaded at run time for tcpdump-syntax filters
 # Tests that need a missing tool skip with a message, so this is optional on a
 # developer machine; CI runs it. Needs root (or sudo) and Debian/Ubuntu.
+#
+# `scripts/install-deps.sh --bench` also installs what bench/run.sh uses:
+#   gcc, libc6-dev, libnids-dev, libpcap-dev  - to build the C peers in bench/peers
+#   softflowd, nfdump                         - NetFlow exporter peer and its collector (nfcapd)
+#   time                                      - /usr/bin/time: CPU seconds and peak RSS of each run
+#   fonts-dejavu-core                         - labels of the --plot chart
+#   linux-perf                                - optional profiles (perf record)
 set -euo pipefail
 pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump)
+if [ "${1:-}" = "--bench" ]; then
+  pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time fonts-dejavu-core linux-perf)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -20,4 +30,11 @@ SUDO=""
 export DEBIAN_FRONTEND=noninteractive
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Install one by one when the whole set fails, so one missing package (e.g.
+# linux-perf on a distribution that names it differently) does not stop the rest.
+if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+  for p in "${missing[@]}"; do
+    $SUDO apt-get install -y -qq --no-install-recommends "$p" >/dev/null ||
+      echo "install-deps: could not install $p"
+  done
+fi

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# One command for the benchmark: builds streamcap (release) and the C peers,
+# makes or picks the workloads, runs streamcap's modes and every available
+# peer on each, and prints one table per workload.
+#
+#   bench/run.sh [--quick] [--plot] [--runs N]
+#
+# Results: bench/results/latest.json (and latest.png with --plot).
+# Environment: CARGO_TARGET_DIR (cargo's), BENCH_WORK (where generated traces
+# and per-run scratch go; default /dev/shm/streamcap-bench when writable),
+# BENCH_PACKETS (generated trace size), BENCH_CORPUS (default ../shared/corpus).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+
+QUICK=0 PLOT=0 RUNS=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --plot) PLOT=1 ;;
+    --runs) RUNS="${2:?--runs needs a number}"; shift ;;
+    --runs=*) RUNS="${1#--runs=}" ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ -z "$RUNS" ]; then
+  if [ "$QUICK" = 1 ]; then RUNS=1; else RUNS=5; fi
+fi
+PACKETS="${BENCH_PACKETS:-$([ "$QUICK" = 1 ] && echo 300000 || echo 2000000)}"
+say() { echo "bench: $*" >&2; }
+
+# 1. Dependencies: install what we can when root, else carry on and skip.
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+  scripts/install-deps.sh --bench || say "install-deps failed; missing peers will be skipped"
+else
+  say "not root: not installing packages (run 'sudo scripts/install-deps.sh --bench'); missing peers are skipped"
+fi
+
+# 2. Build streamcap, the generator and the runner.
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+cargo build --release -q -p streamcap-cli -p streamcap-gen -p streamcap-bench
+BIN="$TARGET/release"
+
+# 3. Build the C peers (each skipped when its libraries are missing).
+PEERS="$TARGET/bench-peers"
+mkdir -p "$PEERS"
+build_peer() {
+  local name="$1"; shift
+  rm -f "$PEERS/$name"
+  if cc -O2 -Wall -o "$PEERS/$name" "bench/peers/$name.c" "$@" 2>"$PEERS/$name.log"; then
+    say "built peer $name"
+  else
+    say "skipping peer $name: build failed (see $PEERS/$name.log; needs cc and the -dev packages)"
+  fi
+}
+NIDS_LIBS=(-lnids -lpcap -lnet -lgthread-2.0 -lglib-2.0 -lpthread)
+build_peer nids_streams "${NIDS_LIBS[@]}"
+build_peer nids_flows "${NIDS_LIBS[@]}"
+build_peer pcap_flows -lpcap
+
+# 4. Workloads.
+if [ -z "${BENCH_WORK:-}" ]; then
+  if [ -w /dev/shm ]; then BENCH_WORK=/dev/shm/streamcap-bench; else BENCH_WORK="$TARGET/bench-work"; fi
+fi
+mkdir -p "$BENCH_WORK"
+WORKLOADS=()
+if "$BIN/streamcap-gen" --help 2>&1 | grep -q campus; then
+  f="$BENCH_WORK/campus-$PACKETS.pcap"
+  [ -s "$f" ] || "$BIN/streamcap-gen" campus -o "$f" --packets "$PACKETS" --seed 1
+  WORKLOADS+=("campus=$f")
+  f="$BENCH_WORK/campus-small-$PACKETS.pcap"
+  [ -s "$f" ] || "$BIN/streamcap-gen" campus -o "$f" --packets "$PACKETS" --seed 2 --small-packets
+  WORKLOADS+=("campus-small=$f")
+else
+  say "streamcap-gen has no campus model yet: using repeated generated sample captures"
+  f="$BENCH_WORK/sample-repeat-$PACKETS.pcap"
+  [ -s "$f" ] || "$BIN/streamcap-bench" gen -o "$f" --packets "$PACKETS"
+  WORKLOADS+=("sample-repeat=$f")
+fi
+CORPUS="${BENCH_CORPUS:-$ROOT/../shared/corpus}"
+for rel in bulk-flows/zeek__contentline-telnet-long-line-no-eol.pcapng mixed-large/zeek__echo-connections.pcap; do
+  if [ -f "$CORPUS/$rel" ]; then
+    name="$(basename "$rel")"; name="${name%.*}"; name="${name#zeek__}"
+    WORKLOADS+=("$name=$CORPUS/$rel")
+  else
+    say "skipping corpus capture $rel: not found under $CORPUS"
+  fi
+done
+
+# 5. Run.
+mkdir -p bench/results
+ARGS=(run --streamcap "$BIN/streamcap" --peers "$PEERS" --runs "$RUNS"
+      --json bench/results/latest.json --tmp "$BENCH_WORK/scratch")
+[ "$PLOT" = 1 ] && ARGS+=(--png bench/results/latest.png)
+"$BIN/streamcap-bench" "${ARGS[@]}" "${WORKLOADS[@]}"

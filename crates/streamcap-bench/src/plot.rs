@@ -1,0 +1,127 @@
+//! Bar chart of the results (Gbit/s per tool and mode, one panel per
+//! workload), drawn with plotters' bitmap backend. Text uses a TrueType font
+//! read at run time (DejaVu Sans or Liberation Sans from Debian's font
+//! packages) through ab_glyph, so neither fontconfig nor freetype is needed;
+//! without a font the chart is drawn without text.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::runner::Workload;
+
+const FONTS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
+];
+
+fn register_font() -> bool {
+    for f in FONTS {
+        if let Ok(bytes) = std::fs::read(f) {
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+const COLORS: [RGBColor; 9] = [
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(23, 190, 207),
+    RGBColor(214, 39, 40),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+];
+
+/// Draws the chart; returns a note for the log.
+pub fn draw(path: &Path, workloads: &[Workload]) -> Result<String, String> {
+    let text = register_font();
+    let rows: usize = workloads.iter().map(|w| w.results.len().max(1)).sum();
+    let height = (rows as u32 * 34 + workloads.len() as u32 * 70).max(200);
+    let root = BitMapBackend::new(path, (1100, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let heights: Vec<u32> = workloads
+        .iter()
+        .map(|w| w.results.len().max(1) as u32 * 34 + 70)
+        .collect();
+    let mut rest = root.clone();
+    for (w, h) in workloads.iter().zip(heights) {
+        let (area, below) = rest.split_vertically(h);
+        rest = below;
+        let n = w.results.len().max(1);
+        let xmax = w
+            .results
+            .iter()
+            .map(|r| r.gbps)
+            .fold(0.0f64, f64::max)
+            .max(1e-3)
+            * 1.9;
+        let mut cb = ChartBuilder::on(&area);
+        cb.margin(10).x_label_area_size(if text { 25 } else { 5 });
+        if text {
+            cb.caption(
+                format!(
+                    "{}: {} packets, {:.0} MB — Gbit/s (median of runs)",
+                    w.name,
+                    w.packets,
+                    w.wire_bytes as f64 / 1e6
+                ),
+                ("sans-serif", 18),
+            );
+        }
+        let mut chart = cb
+            .build_cartesian_2d(0f64..xmax, 0f64..n as f64)
+            .map_err(|e| e.to_string())?;
+        if text {
+            chart
+                .configure_mesh()
+                .disable_y_mesh()
+                .disable_y_axis()
+                .x_labels(8)
+                .label_style(("sans-serif", 12))
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }
+        for (i, r) in w.results.iter().enumerate() {
+            let y = (n - 1 - i) as f64;
+            let c = COLORS[i % COLORS.len()];
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y + 0.15), (r.gbps, y + 0.85)],
+                    c.filled(),
+                )))
+                .map_err(|e| e.to_string())?;
+            if text {
+                let label = format!(
+                    "{} {}  {:.2} Gbit/s, {:.2} Mpps{}",
+                    r.tool,
+                    r.mode,
+                    r.gbps,
+                    r.mpps,
+                    r.vs_nids_streams
+                        .map_or(String::new(), |v| format!(", {v:.2}x nids_streams"))
+                );
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        label,
+                        (r.gbps + xmax * 0.005, y + 0.7),
+                        ("sans-serif", 13).into_font().color(&BLACK),
+                    )))
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+    }
+    root.present().map_err(|e| e.to_string())?;
+    Ok(if text {
+        String::new()
+    } else {
+        " (no TrueType font found: bars without labels; apt-get install fonts-dejavu-core)".into()
+    })
+}
