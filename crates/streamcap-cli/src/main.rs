@@ -334,6 +334,8 @@ fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> ExitCode
         cutoff: c.cutoff.map_or(default_cutoff, |l| l.0),
         cutoff_orig: c.cutoff_orig.map(|l| l.0.unwrap_or(u64::MAX)),
         cutoff_resp: c.cutoff_resp.map(|l| l.0.unwrap_or(u64::MAX)),
+        // No output format carries callback processing time.
+        measure_processing_time: false,
         ..Config::default()
     };
     if let Some(chunk) = c.chunk {

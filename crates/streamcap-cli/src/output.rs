@@ -96,6 +96,8 @@ pub struct RecordWriter {
     format: Format,
     files: bool,
     started: bool,
+    /// One record is formatted here, then written with a single call.
+    scratch: Vec<u8>,
 }
 
 impl RecordWriter {
@@ -106,6 +108,7 @@ impl RecordWriter {
             format,
             files,
             started: false,
+            scratch: Vec::with_capacity(1024),
         }
     }
 
@@ -129,8 +132,10 @@ impl RecordWriter {
         self.begin()?;
         match self.format {
             Format::Json => {
-                serde_json::to_writer(&mut self.out, r).map_err(io::Error::from)?;
-                self.out.write_all(b"\n")
+                self.scratch.clear();
+                serde_json::to_writer(&mut self.scratch, r).map_err(io::Error::from)?;
+                self.scratch.push(b'\n');
+                self.out.write_all(&self.scratch)
             }
             Format::Csv => writeln!(self.out, "{}", csv_row(r, self.files)),
             Format::Zeek => self.out.write_all(zeek::line(r).as_bytes()),

@@ -135,6 +135,8 @@ struct Cx<'a, H: Handler> {
     now: Timestamp,
     /// Strict mode without a handshake: everything is discarded.
     reject: bool,
+    /// Measure time spent in callbacks.
+    timed: bool,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -146,7 +148,7 @@ enum GapKind {
 
 impl<H: Handler> Cx<'_, H> {
     fn call<R>(&mut self, f: impl FnOnce(&mut H, &mut Stream<'_, H::State>) -> R) -> R {
-        let t0 = Instant::now();
+        let t0 = self.timed.then(Instant::now);
         let mut s = Stream {
             info: &mut self.me.info,
             opposite: self.opp,
@@ -155,7 +157,9 @@ impl<H: Handler> Cx<'_, H> {
             state: &mut self.me.user,
         };
         let r = f(self.handler, &mut s);
-        self.me.info.processing_ns += t0.elapsed().as_nanos() as u64;
+        if let Some(t0) = t0 {
+            self.me.info.processing_ns += t0.elapsed().as_nanos() as u64;
+        }
         r
     }
 
@@ -505,6 +509,7 @@ macro_rules! cx {
             slot: $slot,
             now: $now,
             reject: $reject,
+            timed: $w.cfg.measure_processing_time,
         }
     };
 }

@@ -31,6 +31,8 @@ impl Bytes {
             // not modified once written. Covered by
             // `mapped::tests::maps_and_reads_the_same_bytes`.
             if let Ok(m) = unsafe { memmap2::Mmap::map(&file) } {
+                // Reading is sequential: ask the kernel to read ahead. Advice only.
+                let _ = m.advise(memmap2::Advice::Sequential);
                 return Ok(Bytes::Mapped(m));
             }
         }
