@@ -11,7 +11,7 @@ use crate::config::{Config, ReassemblyMode};
 use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment};
 use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
-    Budget, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Handler, PacketRecord, Stream,
+    Budget, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Gap, Handler, PacketRecord, Stream,
     StreamErrors, StreamInfo, StreamParams, StreamStatus,
 };
 use crate::flow::{Direction, FlowKey, FlowTable, ListId, Side};
@@ -87,8 +87,15 @@ impl<S> DirState<S> {
     fn buf_mut(&mut self) -> &mut ChunkBuf {
         let start = self.tcp.next;
         self.buf.get_or_insert_with(|| {
+            // Nothing was ever buffered before: every byte before the delivery
+            // point went undelivered, which the next chunk reports as a gap.
+            let gap = (start > 0).then_some(Gap {
+                offset: 0,
+                len: start,
+            });
             Box::new(ChunkBuf {
                 start,
+                gap,
                 ..ChunkBuf::default()
             })
         })
@@ -310,15 +317,23 @@ impl<H: Handler> Cx<'_, H> {
     }
 
     /// Gives up the hole before the first stored range.
+    /// Returns false when there was nothing to give up or the stream reached
+    /// its cutoff (a callback may lower it while data is committed).
     fn skip_hole(&mut self) -> bool {
         let Some(first) = self.me.ooo.as_ref().and_then(|a| a.first_start()) else {
             return false;
         };
         let next = self.me.tcp.next;
-        if first > next {
-            self.commit_gap(first - next, GapKind::Missing);
+        let gap_end = first.min(self.cutoff_now());
+        if gap_end > next {
+            self.commit_gap(gap_end - next, GapKind::Missing);
+        }
+        if self.me.tcp.next >= self.cutoff_now() {
+            self.settle_cutoff();
+            return false;
         }
         self.drain();
+        self.settle_cutoff();
         true
     }
 
@@ -343,6 +358,11 @@ impl<H: Handler> Cx<'_, H> {
         self.deliver(DataReason::Cutoff);
         if !self.me.info.discard && !self.reject {
             self.me.info.cutoff_exceeded = true;
+        }
+        if let Some(b) = self.me.buf.as_mut() {
+            self.budget
+                .release(b.packets.len() * std::mem::size_of::<PacketRecord>());
+            b.packets.clear();
         }
         if let Some(a) = self.me.ooo.as_mut() {
             a.clear(self.budget);
@@ -416,7 +436,13 @@ impl<H: Handler> Cx<'_, H> {
             let pe = present_end.clamp(ns, ce);
             let in_order = ns == next && self.me.ooo.as_ref().is_none_or(|a| a.is_empty());
             if in_order {
-                let consumed = self.commit_data(&present[(ns - s) as usize..(pe - s) as usize]);
+                // `pe > ns` means the captured bytes reach past the delivery point.
+                let bytes = if pe > ns {
+                    &present[(ns - s) as usize..(pe - s) as usize]
+                } else {
+                    &[][..]
+                };
+                let consumed = self.commit_data(bytes);
                 if consumed as u64 == pe - ns && ce > pe {
                     self.me.info.errors.insert(StreamErrors::TRUNCATED);
                     self.commit_gap(ce - pe, GapKind::Missing);
@@ -798,8 +824,10 @@ impl<H: Handler> Worker<H> {
         let Some(conn) = self.table.get_mut(idx) else {
             return;
         };
-        if self.budget.try_charge(std::mem::size_of::<PacketRecord>()) {
-            conn.dirs[side.index()].buf_mut().packets.push(rec);
+        let dir = &mut conn.dirs[side.index()];
+        let may_deliver = !dir.info.discard && dir.tcp.next < dir.info.params.cutoff;
+        if may_deliver && self.budget.try_charge(std::mem::size_of::<PacketRecord>()) {
+            dir.buf_mut().packets.push(rec);
         }
     }
 
@@ -934,6 +962,7 @@ impl<H: Handler> Worker<H> {
         if f.rst() {
             if rst_valid(&me.tcp, &opp.tcp, seg.seq) {
                 conn.closing.get_or_insert(EndReason::Rst);
+                mark_closing(conn);
             } else {
                 me.info.errors.insert(StreamErrors::INVALID_RST);
                 self.stats.invalid_rsts += 1;
@@ -948,8 +977,11 @@ impl<H: Handler> Worker<H> {
         }
         if f.syn() {
             let t = &mut me.tcp;
-            if t.isn.is_none() || (t.next == 0 && t.max_end == 0) {
+            if t.isn.is_none() {
                 t.isn = Some(seg.seq);
+            }
+            // A SYN fixes the stream start unless data already did.
+            if !t.started() || (t.next == 0 && t.max_end == 0) {
                 t.base = Some(seg.seq.wrapping_add(1));
             }
             t.wscale = seg.window_scale;
@@ -966,7 +998,11 @@ impl<H: Handler> Worker<H> {
         let gap_before = me.info.errors.contains(StreamErrors::GAP);
         if wire > 0 {
             let off = me.tcp.offset_of(data_seq).unwrap_or(0);
-            if self.cfg.need_packets && self.budget.try_charge(std::mem::size_of::<PacketRecord>())
+            let reject = me.info.params.mode == ReassemblyMode::Strict && !handshake_ok;
+            let may_deliver = !reject && !me.info.discard && me.tcp.next < me.info.params.cutoff;
+            if self.cfg.need_packets
+                && may_deliver
+                && self.budget.try_charge(std::mem::size_of::<PacketRecord>())
             {
                 me.buf_mut().packets.push(PacketRecord {
                     ts,
@@ -979,17 +1015,34 @@ impl<H: Handler> Worker<H> {
                     window: seg.window,
                 });
             }
-            let reject = me.info.params.mode == ReassemblyMode::Strict && !handshake_ok;
             let mut cx = cx!(self, key, side, &mut *me, &opp.info, idx, self.now, reject);
             cx.tcp_data(off, seg.payload, wire, &self.cfg);
             classify(&before, &mut me.info);
         }
         if f.fin() && me.tcp.fin.is_none() {
-            if let Some(off) = me.tcp.offset_of(data_seq.wrapping_add(wire as u32)) {
-                me.tcp.fin = Some(off.max(0) as u64);
-            }
-            if opp.tcp.fin.is_some() {
-                conn.closing.get_or_insert(EndReason::Fin);
+            // Like a receiver, accept a FIN only inside the receive window:
+            // not below what was delivered, not past the window.
+            let window = receive_window(&me.tcp, &opp.tcp);
+            match me.tcp.offset_of(data_seq.wrapping_add(wire as u32)) {
+                Some(off)
+                    if off >= me.tcp.next as i64
+                        && off as u64 <= me.tcp.max_end.saturating_add(window) =>
+                {
+                    let fin = off as u64;
+                    me.tcp.fin = Some(fin);
+                    if me.tcp.max_end > fin {
+                        // Stored bytes past the FIN are not part of the stream.
+                        if let Some(a) = me.ooo.as_mut() {
+                            a.truncate_from(fin, &mut self.budget);
+                        }
+                        me.tcp.max_end = fin;
+                        me.info.errors.insert(StreamErrors::DATA_AFTER_FIN);
+                    }
+                    if opp.tcp.fin.is_some() {
+                        conn.closing.get_or_insert(EndReason::Fin);
+                    }
+                }
+                _ => me.info.errors.insert(StreamErrors::BAD_SEQ),
             }
         }
         if me.info.counters.retransmitted > retrans_before {
@@ -1016,6 +1069,7 @@ impl<H: Handler> Worker<H> {
             }
         }
         let list = if conn.closing.is_some() {
+            mark_closing(conn);
             ListId::Closing
         } else {
             ListId::Tcp
@@ -1173,15 +1227,7 @@ fn rst_valid(me: &TcpDir, peer: &TcpDir, seq: u32) -> bool {
     let Some(off) = me.offset_of(seq) else {
         return true;
     };
-    let window = if peer.window == 0 && !peer.started() {
-        u64::from(u16::MAX) << 14
-    } else {
-        let scale = match (me.wscale, peer.wscale) {
-            (Some(_), Some(s)) => s,
-            _ => 0,
-        };
-        (u64::from(peer.window) << scale).max(1)
-    };
+    let window = receive_window(me, peer);
     let acked = if me.acked > 0 {
         me.acked.min(me.next)
     } else {
@@ -1189,6 +1235,31 @@ fn rst_valid(me: &TcpDir, peer: &TcpDir, seq: u32) -> bool {
     };
     let lower = acked as i64 - 1;
     off >= lower && off <= me.max_end.saturating_add(window).min(i64::MAX as u64) as i64
+}
+
+/// The window the peer advertised for `me`'s bytes (scaled when both SYNs
+/// carried the option), or the largest possible when the peer was never seen.
+fn receive_window(me: &TcpDir, peer: &TcpDir) -> u64 {
+    if peer.window == 0 && !peer.started() {
+        u64::from(u16::MAX) << 14
+    } else {
+        let scale = match (me.wscale, peer.wscale) {
+            (Some(_), Some(s)) => s,
+            _ => 0,
+        };
+        (u64::from(peer.window) << scale).max(1)
+    }
+}
+
+/// Marks both directions of a closed (lingering) connection as closing.
+fn mark_closing<S>(conn: &mut Conn<S>) {
+    if let Some(reason) = conn.closing {
+        for d in &mut conn.dirs {
+            if d.info.status == StreamStatus::Active {
+                d.info.status = StreamStatus::Closing(reason);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -950,7 +950,7 @@ mod tests {
                 (0, true, b'A', 8),
                 (16, false, b'C', 8),
             ],
-            ["BBC", "ABC", "ABC", "ABC", "ABC", "BBC"],
+            ["BBC", "ABC", "BBC", "BBC", "BBC", "BBC"],
             1,
             1,
         );

@@ -38,6 +38,9 @@ pub enum Incoming<'a> {
     Missing,
 }
 
+/// Adjacent data ranges are merged while the result stays within this size.
+pub const MERGE_MAX: usize = 4096;
+
 #[derive(Debug)]
 struct Seg {
     end: u64,
@@ -112,6 +115,30 @@ impl Assembler {
         budget.release(self.data_bytes);
         self.data_bytes = 0;
         self.segs.clear();
+    }
+
+    /// Drops every stored byte at or after `at` (a FIN ends the stream there),
+    /// releasing its data from the budget.
+    pub fn truncate_from(&mut self, at: u64, budget: &mut Budget) {
+        let tail = self.segs.split_off(&at);
+        for seg in tail.into_values() {
+            if let Stored::Data(d) = seg.what {
+                self.data_bytes -= d.len();
+                budget.release(d.len());
+            }
+        }
+        if let Some((&start, seg)) = self.segs.iter_mut().next_back() {
+            if seg.end > at {
+                seg.end = at;
+                if let Stored::Data(d) = &mut seg.what {
+                    let keep = (at - start) as usize;
+                    let cut = d.len() - keep;
+                    *d = d[..keep].into();
+                    self.data_bytes -= cut;
+                    budget.release(cut);
+                }
+            }
+        }
     }
 
     fn store(&mut self, start: u64, end: u64, what: Stored) {
@@ -229,7 +256,7 @@ impl Assembler {
         if cursor < ne {
             gaps.push((cursor, ne));
         }
-        for (gs, ge) in gaps {
+        for &(gs, ge) in &gaps {
             let what = match incoming {
                 Incoming::Data(d) => {
                     let piece = &d[(gs - ns) as usize..(ge - ns) as usize];
@@ -245,7 +272,60 @@ impl Assembler {
             };
             self.store(gs, ge, what);
         }
+        // Under `first` and `last` the outcome does not depend on where stored
+        // segments begin and end, so adjacent data can be merged; the OS
+        // policies look at segment boundaries, so data keeps its shapes there.
+        let merge_data = matches!(policy, OverlapPolicy::First | OverlapPolicy::Last);
+        self.coalesce(ns, ne, merge_data);
         out
+    }
+
+    /// Merges adjacent ranges of the same kind around `[from, to]`, so that a
+    /// run of tiny segments does not stay a run of tiny ranges that every
+    /// later overlapping segment has to visit. Placeholders always merge;
+    /// data ranges (when `merge_data`) merge up to [`MERGE_MAX`] bytes, which
+    /// bounds the copying per merge.
+    fn coalesce(&mut self, from: u64, to: u64, merge_data: bool) {
+        let start = self
+            .segs
+            .range(..from)
+            .next_back()
+            .map_or(from, |(&k, _)| k);
+        let keys: Vec<u64> = self.segs.range(start..=to).map(|(&k, _)| k).collect();
+        let mut cur = match keys.first() {
+            Some(&k) => k,
+            None => return,
+        };
+        for &k in &keys[1..] {
+            let (Some(a), Some(b)) = (self.segs.get(&cur), self.segs.get(&k)) else {
+                cur = k;
+                continue;
+            };
+            let mergeable = a.end == k
+                && match (&a.what, &b.what) {
+                    (Stored::Data(x), Stored::Data(y)) => {
+                        merge_data && x.len() + y.len() <= MERGE_MAX
+                    }
+                    (Stored::Dropped, Stored::Dropped) | (Stored::Missing, Stored::Missing) => true,
+                    _ => false,
+                };
+            if !mergeable {
+                cur = k;
+                continue;
+            }
+            let Some(b) = self.segs.remove(&k) else {
+                continue;
+            };
+            if let Some(a) = self.segs.get_mut(&cur) {
+                a.end = b.end;
+                if let (Stored::Data(x), Stored::Data(y)) = (&mut a.what, b.what) {
+                    let mut joined = Vec::with_capacity(x.len() + y.len());
+                    joined.extend_from_slice(x);
+                    joined.extend_from_slice(&y);
+                    *x = joined.into_boxed_slice();
+                }
+            }
+        }
     }
 
     /// The stored data as `(start, bytes)` pairs, for tests and debugging.
@@ -292,14 +372,26 @@ mod tests {
             0,
             &mut b,
         );
-        assert_eq!(a.segments(), 2);
+        assert_eq!(a.segments(), 2, "bsd keeps segment boundaries");
         assert_eq!(b.used(), 8);
-        assert_eq!(contents(&mut a, &mut b), b"abcdedef");
+        a.insert(
+            13,
+            15,
+            Incoming::Data(b"gh"),
+            OverlapPolicy::First,
+            0,
+            &mut b,
+        );
+        assert_eq!(
+            a.segments(),
+            2,
+            "first merges the new data into its neighbour"
+        );
+        assert_eq!(b.used(), 10);
+        assert_eq!(contents(&mut a, &mut b), b"abcdedefgh");
         assert_eq!(b.used(), 0);
     }
 
-    /// The classic overlap cases, checked per policy. Old data is `o` bytes at
-    /// [10,20), new data is `n` bytes over the given range.
     #[test]
     fn policies() {
         let cases: [((u64, u64), [&str; 6]); 4] = [
@@ -431,6 +523,96 @@ mod tests {
         a.insert(0, 8, Incoming::Missing, OverlapPolicy::Last, 0, &mut b);
         assert_eq!(a.ranges(), vec![(0, 2, false), (2, 4, true), (4, 8, false)]);
         assert_eq!(b.used(), 2);
+    }
+
+    #[test]
+    fn truncate_from_trims_and_releases() {
+        let mut b = Budget::new(100);
+        let mut a = Assembler::new();
+        a.insert(
+            0,
+            10,
+            Incoming::Data(b"0123456789"),
+            OverlapPolicy::Bsd,
+            0,
+            &mut b,
+        );
+        a.insert(
+            20,
+            30,
+            Incoming::Data(b"abcdefghij"),
+            OverlapPolicy::Bsd,
+            0,
+            &mut b,
+        );
+        a.truncate_from(5, &mut b);
+        assert_eq!(a.ranges(), vec![(0, 5, true)]);
+        assert_eq!((b.used(), a.data_bytes()), (5, 5));
+        assert_eq!(contents(&mut a, &mut b), b"01234");
+    }
+
+    /// Under `first`, a segment covering a run of tiny stored ranges merges
+    /// them, so later copies of it visit a handful of ranges, not hundreds.
+    #[test]
+    fn tiny_ranges_merge_under_first() {
+        let mut b = Budget::new(1 << 20);
+        let mut a = Assembler::new();
+        for i in 0..700u64 {
+            let off = 1 + 2 * i;
+            a.insert(
+                off,
+                off + 1,
+                Incoming::Data(b"o"),
+                OverlapPolicy::First,
+                0,
+                &mut b,
+            );
+        }
+        assert_eq!(a.segments(), 700);
+        let cover = vec![b'n'; 1400];
+        let out = a.insert(
+            1,
+            1401,
+            Incoming::Data(&cover),
+            OverlapPolicy::First,
+            0,
+            &mut b,
+        );
+        assert_eq!(out.overlapped, 700);
+        assert_eq!(a.segments(), 1);
+        let again = a.insert(
+            1,
+            1401,
+            Incoming::Data(&cover),
+            OverlapPolicy::First,
+            0,
+            &mut b,
+        );
+        assert_eq!(again.overlapped, 1400);
+        assert_eq!(b.used(), 1400);
+        // Under bsd the covering segment wins where it starts first: one range
+        // for the first old byte (same start: old wins), one for the rest.
+        let mut a = Assembler::new();
+        let mut b = Budget::new(1 << 20);
+        for i in 0..10u64 {
+            a.insert(
+                1 + 2 * i,
+                2 + 2 * i,
+                Incoming::Data(b"o"),
+                OverlapPolicy::Bsd,
+                0,
+                &mut b,
+            );
+        }
+        a.insert(
+            1,
+            21,
+            Incoming::Data(&cover[..20]),
+            OverlapPolicy::Bsd,
+            0,
+            &mut b,
+        );
+        assert_eq!(a.ranges(), vec![(1, 2, true), (2, 21, true)]);
     }
 
     #[test]

@@ -18,8 +18,14 @@
 //! | shape | condition | first | last | linux | bsd | windows | solaris |
 //! |---|---|---|---|---|---|---|---|
 //! | left overlap: `O` begins first | `os < ns` | old | new | old | old | old | new, unless `O` also covers the end of `N` |
-//! | right overlap: `N` begins first, ends inside `O` | `ns <= os`, `ne < oe` | old | new | new | new | new | old |
+//! | right overlap: `N` begins first, ends inside `O` | `ns < os`, `ne < oe` | old | new | new | new | new | old |
+//! | same start, `N` shorter | `ns == os`, `ne < oe` | old | new | old | old | old | old |
 //! | `N` covers `O` | `ns <= os`, `ne >= oe` | old | new | new if `ns < os`, or if `ns == os` and `ne > oe` | new if `ns < os` | new if `ns < os` | old if `N` and `O` are the same range and a hole lies just before them, else new |
+//!
+//! (For linux, bsd and windows this reduces to: the new segment wins where it
+//! starts strictly before the old one; at the same start only linux takes a
+//! longer new segment. This is what FreeBSD's `tcp_reass` and Linux's
+//! out-of-order queue do.)
 //!
 //! In words:
 //! - **first**: the first bytes seen for an offset always win (Windows Vista, proxies).
@@ -90,15 +96,13 @@ impl OverlapPolicy {
             OverlapPolicy::First => false,
             OverlapPolicy::Last => true,
             OverlapPolicy::Linux | OverlapPolicy::Bsd | OverlapPolicy::Windows => {
-                if os < ns {
+                if ns < os {
+                    // The new segment starts first: it wins where it overlaps.
+                    true
+                } else if os < ns {
                     false
-                } else if ne < oe {
-                    // Right overlap: the new segment starts first and ends inside.
-                    true
-                } else if ns < os {
-                    true
                 } else {
-                    // Same start, new covers old.
+                    // Same start: only Linux takes a longer new segment.
                     self == OverlapPolicy::Linux && ne > oe
                 }
             }
@@ -159,7 +163,13 @@ mod tests {
         let same_start_longer = ((10, 20), (10, 25));
         let same = ((10, 20), (10, 20));
         type Case = (((u64, u64), (u64, u64)), bool, [bool; 6]);
-        let cases: [Case; 7] = [
+        let same_start_shorter = ((10, 20), (10, 15));
+        let cases: [Case; 8] = [
+            (
+                same_start_shorter,
+                false,
+                [false, true, false, false, false, false],
+            ),
             (left, false, [false, true, false, false, false, true]),
             (inside, false, [false, true, false, false, false, false]),
             (right, false, [false, true, true, true, true, false]),
