@@ -27,12 +27,16 @@
 //! byte-identical output. Randomness comes from the crate's own
 //! [`SplitMix64`] generator.
 //!
-//! New traffic models (for instance a future heavy-tailed campus-trace model)
-//! plug in by implementing [`FlowGenerator`] or by feeding
+//! [`Campus`] is a streaming model of a university access link (heavy-tailed
+//! flow sizes, thousands of concurrent flows, realistic payloads, ground
+//! truth per flow) that writes traces of any length in constant memory.
+//!
+//! Other traffic models plug in by implementing [`FlowGenerator`] or by feeding
 //! [`GeneratedFlow`]s straight into [`Capture::add_generated`].
 
 #![warn(missing_docs)]
 
+pub mod campus;
 pub mod capture;
 pub mod packet;
 pub mod pcap;
@@ -42,6 +46,7 @@ pub mod tcp;
 pub mod truth;
 pub mod udp;
 
+pub use campus::{Campus, CampusConfig, CampusFlowTruth, CampusStats};
 pub use capture::{Capture, Direction, FlowGenerator, GeneratedFlow, WirePacket};
 pub use packet::{FragmentOrder, LinkSpec, Vlan};
 pub use pcap::{LinkType, PcapConfig, PcapWriter, TsResolution};

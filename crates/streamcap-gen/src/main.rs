@@ -2,37 +2,79 @@
 //!
 //! ```text
 //! streamcap-gen sample -o samples/sample.pcap [--truth samples/sample.truth.jsonl] [--seed N]
+//! streamcap-gen campus -o FILE.pcap [--truth FILE.jsonl] [--packets N] [--seed N] ...
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use streamcap_gen::{sample, SAMPLE_DEFAULT_SEED};
+use streamcap_gen::campus::timed;
+use streamcap_gen::{sample, Campus, CampusConfig, SAMPLE_DEFAULT_SEED};
 
 const USAGE: &str = "\
 usage: streamcap-gen sample -o FILE.pcap [--truth FILE.jsonl] [--seed N]
+       streamcap-gen campus -o FILE.pcap [--truth FILE.jsonl] [options]
 
-Writes the deterministic sample capture (about 40 mixed flows) and,
+sample: writes the deterministic sample capture (about 40 mixed flows) and,
 optionally, its ground truth as JSON lines. The same seed always produces
-byte-identical files (default seed: 1).";
+byte-identical files (default seed: 1).
+
+campus: streams a university access-link trace (heavy-tailed flows, about
+95 % TCP, HTTP/TLS/SSH/SMTP/FTP/DNS payloads) in constant memory, with one
+truth line per flow. Options (defaults in brackets):
+  --packets N        pcap records to write [2000000]
+  --seed N           seed [1]
+  --gbps X           link rate spacing the timestamps [10]
+  --concurrency N    concurrently open flows [5000]
+  --small-packets    MSS 64 (packet-rate stress)
+  --elephants N      elephant flows kept open [4]
+  --reorder F        per data segment probability [0]
+  --dup F            per data packet probability [0]
+  --loss F           per data packet probability [0]
+  --conflict F       conflicting overlapping retransmission, per segment [0]
+  --fragment F       IPv4 packets sent as two fragments [0]
+  --ipv6 F           fraction of IPv6 flows [0.1]
+  --vlan F           fraction of VLAN-tagged flows [0.05]
+  --signature STR    pattern to plant (repeatable; replaces the defaults)
+  --signature-rate F fraction of flows with one planted pattern [0.02]";
+
+enum Cmd {
+    Sample,
+    Campus(CampusConfig),
+}
 
 struct Args {
+    cmd: Cmd,
     out: PathBuf,
     truth: Option<PathBuf>,
     seed: u64,
 }
 
 fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
-    match it.next().as_deref() {
-        Some("sample") => {}
+    let campus = match it.next().as_deref() {
+        Some("sample") => false,
+        Some("campus") => true,
         Some("-h" | "--help") | None => return Err(String::new()),
         Some(other) => return Err(format!("unknown command `{other}`")),
-    }
+    };
     let mut out = None;
     let mut truth = None;
     let mut seed = SAMPLE_DEFAULT_SEED;
+    let mut c = CampusConfig::default();
+    let mut sigs: Vec<Vec<u8>> = Vec::new();
     while let Some(a) = it.next() {
         let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        fn num<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
+            v.parse()
+                .map_err(|_| format!("invalid value `{v}` for {name}"))
+        }
+        let only_campus = |name: &str| {
+            if campus {
+                Ok(())
+            } else {
+                Err(format!("{name} is a campus option"))
+            }
+        };
         match a.as_str() {
             "-o" | "--output" => out = Some(PathBuf::from(value("-o")?)),
             "--truth" => truth = Some(PathBuf::from(value("--truth")?)),
@@ -41,11 +83,53 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
                 seed = v.parse().map_err(|_| format!("invalid seed `{v}`"))?;
             }
             "-h" | "--help" => return Err(String::new()),
+            "--small-packets" => {
+                only_campus(&a)?;
+                c.small_packets = true;
+            }
+            name @ ("--packets" | "--gbps" | "--concurrency" | "--elephants" | "--reorder"
+            | "--loss" | "--dup" | "--conflict" | "--fragment" | "--ipv6" | "--vlan"
+            | "--signature" | "--signature-rate") => {
+                only_campus(name)?;
+                let v = value(name)?;
+                match name {
+                    "--packets" => c.packets = num(name, v)?,
+                    "--gbps" => c.link_gbps = num(name, v)?,
+                    "--concurrency" => c.concurrency = num(name, v)?,
+                    "--elephants" => c.elephants = num(name, v)?,
+                    "--reorder" => c.reorder = num(name, v)?,
+                    "--loss" => c.loss = num(name, v)?,
+                    "--dup" => c.duplicate = num(name, v)?,
+                    "--conflict" => c.conflict = num(name, v)?,
+                    "--fragment" => c.fragment = num(name, v)?,
+                    "--ipv6" => c.ipv6 = num(name, v)?,
+                    "--vlan" => c.vlan = num(name, v)?,
+                    "--signature-rate" => c.signature_rate = num(name, v)?,
+                    _ => sigs.push(v.into_bytes()),
+                }
+            }
             other => return Err(format!("unexpected argument `{other}`")),
         }
     }
     let out = out.ok_or("missing -o FILE")?;
-    Ok(Args { out, truth, seed })
+    if c.link_gbps.is_nan() || c.link_gbps <= 0.0 {
+        return Err("--gbps must be positive".into());
+    }
+    let cmd = if campus {
+        c.seed = seed;
+        if !sigs.is_empty() {
+            c.signatures = sigs;
+        }
+        Cmd::Campus(c)
+    } else {
+        Cmd::Sample
+    };
+    Ok(Args {
+        cmd,
+        out,
+        truth,
+        seed,
+    })
 }
 
 fn main() -> ExitCode {
@@ -60,6 +144,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Cmd::Campus(c) = &args.cmd {
+        return run_campus(c, &args);
+    }
     let cap = sample(args.seed);
     if let Err(e) = cap.write_files(&args.out, args.truth.as_deref()) {
         eprintln!("error: writing {}: {e}", args.out.display());
@@ -71,6 +158,52 @@ fn main() -> ExitCode {
         args.out.display(),
         cap.flows().len(),
         args.seed
+    );
+    ExitCode::SUCCESS
+}
+
+fn run_campus(c: &CampusConfig, args: &Args) -> ExitCode {
+    let campus = Campus::new(c.clone());
+    let (st, secs) = match timed(|| campus.write_files(&args.out, args.truth.as_deref())) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: writing {}: {e}", args.out.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let mb = st.pcap_bytes as f64 / 1e6;
+    eprintln!(
+        "wrote {} (seed {}): {} packets, {:.1} MB pcap, {} flows ({} finished, {} open at end)",
+        args.out.display(),
+        c.seed,
+        st.packets,
+        mb,
+        st.flows,
+        st.flows_finished,
+        st.flows_open
+    );
+    eprintln!(
+        "mean IP packet {:.1} B; TCP {:.1} % of packets; elephants {:.1} % of packets; \
+         {:.3} s of traffic at {} Gbit/s",
+        st.mean_ip_packet(),
+        100.0 * st.tcp_packets as f64 / st.packets.max(1) as f64,
+        100.0 * st.elephant_packets as f64 / st.packets.max(1) as f64,
+        st.duration_ns as f64 / 1e9,
+        c.link_gbps
+    );
+    let d = st
+        .size_decades
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| format!("1e{i}:{n}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    eprintln!("flows by stream bytes (decade: count): {d}");
+    eprintln!(
+        "generated in {secs:.2} s: {:.0} MB/s, {:.0} packets/s",
+        mb / secs,
+        st.packets as f64 / secs
     );
     ExitCode::SUCCESS
 }

@@ -17,7 +17,7 @@ pub const SAMPLE_START_NS: u64 = 1_714_564_800_000_000_000;
 const TO_S: Direction = Direction::ToServer;
 const TO_C: Direction = Direction::ToClient;
 
-const WORDS: &[&str] = &[
+pub(crate) const WORDS: &[&str] = &[
     "stream",
     "packet",
     "capture",
@@ -616,7 +616,7 @@ impl Gen {
     }
 }
 
-fn u16be(v: usize) -> [u8; 2] {
+pub(crate) fn u16be(v: usize) -> [u8; 2] {
     (v as u16).to_be_bytes()
 }
 
@@ -637,7 +637,7 @@ fn tls_record(ty: u8, legacy: [u8; 2], handshake_type: u8, body: &[u8]) -> Vec<u
 }
 
 /// A TLS 1.3 ClientHello record with an SNI extension.
-fn tls_client_hello(rng: &mut SplitMix64, sni: &str, session_id: &[u8]) -> Vec<u8> {
+pub(crate) fn tls_client_hello(rng: &mut SplitMix64, sni: &str, session_id: &[u8]) -> Vec<u8> {
     let mut b = vec![0x03, 0x03];
     b.extend(rng.bytes(32));
     b.push(session_id.len() as u8);
@@ -691,7 +691,7 @@ fn tls_client_hello(rng: &mut SplitMix64, sni: &str, session_id: &[u8]) -> Vec<u
 }
 
 /// A TLS 1.3 ServerHello record (TLS_AES_128_GCM_SHA256, x25519).
-fn tls_server_hello(rng: &mut SplitMix64, session_id: &[u8]) -> Vec<u8> {
+pub(crate) fn tls_server_hello(rng: &mut SplitMix64, session_id: &[u8]) -> Vec<u8> {
     let mut b = vec![0x03, 0x03];
     b.extend(rng.bytes(32));
     b.push(session_id.len() as u8);
@@ -708,7 +708,7 @@ fn tls_server_hello(rng: &mut SplitMix64, session_id: &[u8]) -> Vec<u8> {
 }
 
 /// TLS application-data records carrying `n` opaque bytes in total.
-fn tls_app_data(rng: &mut SplitMix64, mut n: usize) -> Vec<u8> {
+pub(crate) fn tls_app_data(rng: &mut SplitMix64, mut n: usize) -> Vec<u8> {
     let mut out = Vec::new();
     while n > 0 {
         let len = n.min(16384);
@@ -720,13 +720,13 @@ fn tls_app_data(rng: &mut SplitMix64, mut n: usize) -> Vec<u8> {
     out
 }
 
-fn ssh_string(out: &mut Vec<u8>, s: &[u8]) {
+pub(crate) fn ssh_string(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(&(s.len() as u32).to_be_bytes());
     out.extend_from_slice(s);
 }
 
 /// An SSH binary packet (unencrypted) with random padding.
-fn ssh_packet(rng: &mut SplitMix64, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn ssh_packet(rng: &mut SplitMix64, payload: &[u8]) -> Vec<u8> {
     let mut pad = 8 - (5 + payload.len()) % 8;
     if pad < 4 {
         pad += 8;
@@ -739,7 +739,7 @@ fn ssh_packet(rng: &mut SplitMix64, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-fn ssh_kexinit(rng: &mut SplitMix64, client: bool) -> Vec<u8> {
+pub(crate) fn ssh_kexinit(rng: &mut SplitMix64, client: bool) -> Vec<u8> {
     let mut p = vec![20u8];
     p.extend(rng.bytes(16));
     let kex = if client {
@@ -776,7 +776,7 @@ fn dns_name(out: &mut Vec<u8>, name: &str) {
 }
 
 /// A DNS query in wire format (RD set), optionally with an EDNS0 OPT record.
-fn dns_query(id: u16, name: &str, qtype: u16, edns: bool) -> Vec<u8> {
+pub(crate) fn dns_query(id: u16, name: &str, qtype: u16, edns: bool) -> Vec<u8> {
     let mut m = Vec::new();
     m.extend_from_slice(&id.to_be_bytes());
     m.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, u8::from(edns)]);
@@ -790,7 +790,7 @@ fn dns_query(id: u16, name: &str, qtype: u16, edns: bool) -> Vec<u8> {
 }
 
 /// A DNS response: the question, then answers using a name pointer to it.
-fn dns_response(
+pub(crate) fn dns_response(
     id: u16,
     name: &str,
     qtype: u16,

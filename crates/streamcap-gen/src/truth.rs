@@ -79,8 +79,9 @@ pub struct DirectionTruth {
     /// SHA-256 of the intended stream, lowercase hex.
     pub sha256: String,
     /// The intended stream: for TCP the bytes the application wrote, for UDP
-    /// the datagram payloads concatenated.
-    #[serde(with = "hex_bytes")]
+    /// the datagram payloads concatenated. Absent (and parsed as empty) in
+    /// the truth of the streaming campus model, which does not keep streams.
+    #[serde(with = "hex_bytes", default)]
     pub stream: Vec<u8>,
     /// Stream ranges that never appeared on the wire (capture loss), sorted
     /// and merged.
