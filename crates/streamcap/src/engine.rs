@@ -1030,6 +1030,9 @@ impl<H: Handler> Worker<H> {
                 {
                     let fin = off as u64;
                     me.tcp.fin = Some(fin);
+                    // The FIN's sequence number proves every byte before it was
+                    // sent: bytes not seen by then are missing, not absent.
+                    me.tcp.max_end = me.tcp.max_end.max(fin);
                     if me.tcp.max_end > fin {
                         // Stored bytes past the FIN are not part of the stream.
                         if let Some(a) = me.ooo.as_mut() {
@@ -1053,9 +1056,19 @@ impl<H: Handler> Worker<H> {
         }
         // The acknowledgment tells what the peer's stream has reached.
         if f.ack() {
+            let window = receive_window(&opp.tcp, &me.tcp);
             if let Some(a) = opp.tcp.offset_of(seg.ack) {
-                if a > 0 && (a as u64) > opp.tcp.acked {
+                // Only acknowledgments inside the window count (an ACK of the
+                // FIN acknowledges one past the last byte).
+                let a = opp.tcp.fin.map_or(a, |fin| a.min(fin as i64));
+                if a > 0
+                    && (a as u64) > opp.tcp.acked
+                    && a as u64 <= opp.tcp.max_end.saturating_add(window)
+                {
                     opp.tcp.acked = a as u64;
+                    // The receiver has bytes the capture never showed: they
+                    // were sent, so they are part of the stream (missing).
+                    opp.tcp.max_end = opp.tcp.max_end.max(a as u64);
                 }
             }
             let waiting = opp.ooo.as_ref().is_some_and(|a| !a.is_empty());

@@ -654,9 +654,10 @@ fn fin_with_a_hole_before_it_ends_with_missing_bytes() {
     let (r, _) = run(Config::default(), &c.frames);
     let info = r.get(0, "orig").closed.clone().unwrap();
     assert_eq!(
-        info.counters.stream_bytes, 1000,
-        "a hole before FIN with no data after it is not in the span"
+        info.counters.stream_bytes, 4000,
+        "the FIN proves the bytes before it were sent"
     );
+    assert_eq!(info.counters.missing, 3000);
     assert_eq!(r.flows[0].1, "fin");
 }
 
