@@ -133,7 +133,7 @@ impl RecordWriter {
         match self.format {
             Format::Json => {
                 self.scratch.clear();
-                serde_json::to_writer(&mut self.scratch, r).map_err(io::Error::from)?;
+                crate::record::write_json(r, &mut self.scratch);
                 self.scratch.push(b'\n');
                 self.out.write_all(&self.scratch)
             }

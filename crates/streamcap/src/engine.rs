@@ -126,6 +126,9 @@ fn pair<S>(dirs: &mut [DirState<S>; 2], side: Side) -> (&mut DirState<S>, &mut D
     }
 }
 
+/// First allocation of a stream's chunk buffer, bytes.
+const MIN_CHUNK_ALLOC: usize = 512;
+
 type FlushQueue = BinaryHeap<Reverse<(u64, u32, u64, u8)>>;
 
 /// What a stream's bytes go through: the context of one direction while the
@@ -229,7 +232,11 @@ impl<H: Handler> Cx<'_, H> {
                 (self.me.info.params.flush_timeout, self.me.info.conn_id);
             let buf = self.me.buf_mut();
             if buf.data.capacity() == 0 {
-                buf.data.reserve_exact(cs);
+                // Most streams are short: start small and let the vector
+                // grow geometrically up to the chunk size, so idle or short
+                // streams do not each pin a whole chunk of memory.
+                buf.data
+                    .reserve_exact(cs.min(take.next_power_of_two().max(MIN_CHUNK_ALLOC)));
             }
             if buf.fresh_len() == 0 {
                 buf.pending_since = Some(self.now);

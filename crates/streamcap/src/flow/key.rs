@@ -49,12 +49,14 @@ impl Direction {
 /// A connection's identity, the same for both directions: the two endpoints in
 /// canonical order, the transport protocol and the VLAN tags.
 ///
-/// Addresses are stored as 16 bytes (IPv4 in the first four) with a family flag,
-/// so keys are small, `Copy` and cheap to hash.
+/// Addresses are stored as 128-bit integers (an IPv4 address in the top 32
+/// bits, so the canonical order is the order of the address bytes) with a
+/// family flag, so keys are small, `Copy`, and cheap to order, compare and
+/// hash.
 #[derive(Copy, Clone, PartialEq, Eq)]
 pub struct FlowKey {
-    a: [u8; 16],
-    b: [u8; 16],
+    a: u128,
+    b: u128,
     a_port: u16,
     b_port: u16,
     proto: u8,
@@ -62,37 +64,36 @@ pub struct FlowKey {
     vlan: u32,
 }
 
-fn addr_bytes(ip: IpAddr) -> ([u8; 16], bool) {
+#[inline]
+fn addr_bits(ip: IpAddr) -> (u128, bool) {
     match ip {
-        IpAddr::V4(v4) => {
-            let mut b = [0u8; 16];
-            b[..4].copy_from_slice(&v4.octets());
-            (b, false)
-        }
-        IpAddr::V6(v6) => (v6.octets(), true),
+        IpAddr::V4(v4) => (u128::from(v4.to_bits()) << 96, false),
+        IpAddr::V6(v6) => (v6.to_bits(), true),
     }
 }
 
 impl Hash for FlowKey {
-    /// Feeds the key to the hasher as four machine words (consistent with the
-    /// derived `Eq`: equal keys write equal words).
+    /// Feeds every field to the (keyed) hasher as three words, consistent
+    /// with the derived `Eq`: equal keys write equal words.
+    #[inline]
     fn hash<H: Hasher>(&self, h: &mut H) {
-        h.write_u128(u128::from_ne_bytes(self.a));
-        h.write_u128(u128::from_ne_bytes(self.b));
-        h.write_u64(
-            u64::from(self.a_port)
-                | u64::from(self.b_port) << 16
-                | u64::from(self.proto) << 32
-                | u64::from(self.v6) << 40,
+        h.write_u128(self.a);
+        h.write_u128(self.b);
+        h.write_u128(
+            u128::from(self.a_port)
+                | u128::from(self.b_port) << 16
+                | u128::from(self.proto) << 32
+                | u128::from(self.v6) << 40
+                | u128::from(self.vlan) << 64,
         );
-        h.write_u32(self.vlan);
     }
 }
 
 impl FlowKey {
-    /// Builds the key of a packet from `src:sport` to `dst:dport` and tells
-    /// which side of the key the sender is. `vlan` is the folded VLAN tag set
-    /// (see [`crate::decode::NetPacket::vlan_key`]).
+    /// The key of a packet from `src:sport` to `dst:dport`, and which side of
+    /// the key the sender is. Both directions of a connection give the same
+    /// key and opposite sides. `vlan` is [`crate::decode::NetPacket::vlan_key`].
+    #[inline]
     pub fn new(
         src: IpAddr,
         sport: u16,
@@ -101,9 +102,9 @@ impl FlowKey {
         proto: u8,
         vlan: u32,
     ) -> (FlowKey, Side) {
-        let (s, v6) = addr_bytes(src);
-        let (d, _) = addr_bytes(dst);
-        let v6 = v6 || dst.is_ipv6();
+        let (s, s6) = addr_bits(src);
+        let (d, d6) = addr_bits(dst);
+        let v6 = s6 || d6;
         if (s, sport) <= (d, dport) {
             (
                 FlowKey {
@@ -133,19 +134,19 @@ impl FlowKey {
         }
     }
 
-    fn ip(&self, bytes: &[u8; 16]) -> IpAddr {
+    fn ip(&self, bits: u128) -> IpAddr {
         if self.v6 {
-            IpAddr::V6(Ipv6Addr::from(*bytes))
+            IpAddr::V6(Ipv6Addr::from_bits(bits))
         } else {
-            IpAddr::V4(Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]))
+            IpAddr::V4(Ipv4Addr::from_bits((bits >> 96) as u32))
         }
     }
 
-    /// The address and port of `side`.
+    /// The address and port of one side.
     pub fn endpoint(&self, side: Side) -> (IpAddr, u16) {
         match side {
-            Side::A => (self.ip(&self.a), self.a_port),
-            Side::B => (self.ip(&self.b), self.b_port),
+            Side::A => (self.ip(self.a), self.a_port),
+            Side::B => (self.ip(self.b), self.b_port),
         }
     }
 

@@ -1,17 +1,25 @@
-//! The flow table: a keyed hash map into a slab of entries, with one
+//! The flow table: a keyed hash index into a slab of entries, with one
 //! least-recently-used list per timeout class.
 //!
 //! Every entry sits on exactly one list; touching an entry moves it to the
 //! list's tail in O(1). Because all entries of a list share one timeout and
 //! time (packet time) only moves forward, the head of each list is the next to
-//! expire, so expiry costs O(1) amortized per packet. The hash map uses
-//! `hashbrown`'s default hasher, which is seeded randomly when the table is
-//! created, so an attacker cannot predict collisions (hash flooding).
+//! expire, so expiry costs O(1) amortized per packet.
+//!
+//! Layout, for the per-packet path: the hash index holds only 4-byte slot
+//! numbers (hashbrown's `HashTable`), and a lookup compares the key stored
+//! in the slab entry that the packet needs next anyway, so a lookup touches
+//! the index (small enough to stay in cache) and then the one entry. The list
+//! links live in their own dense array, so moving an entry to a list's tail
+//! does not pull its neighbours' (large) entries into the cache. The hasher
+//! is `hashbrown`'s default, seeded randomly when the table is created, so an
+//! attacker cannot predict collisions (hash flooding).
 
 use super::FlowKey;
 use crate::time::Timestamp;
-use hashbrown::HashMap;
+use hashbrown::{DefaultHashBuilder, HashTable};
 use slab::Slab;
+use std::hash::BuildHasher;
 
 /// Which expiry list an entry is on.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -31,12 +39,24 @@ const NIL: u32 = u32::MAX;
 
 struct Entry<T> {
     key: FlowKey,
+    value: T,
+}
+
+/// An entry's place on its list, kept apart from the entry itself.
+#[derive(Copy, Clone)]
+struct Link {
     prev: u32,
     next: u32,
     list: ListId,
     last_seen: Timestamp,
-    value: T,
 }
+
+const UNLINKED: Link = Link {
+    prev: NIL,
+    next: NIL,
+    list: ListId::Other,
+    last_seen: Timestamp::ZERO,
+};
 
 #[derive(Copy, Clone)]
 struct List {
@@ -46,8 +66,10 @@ struct List {
 
 /// A table of flows keyed by [`FlowKey`], holding a value `T` per flow.
 pub struct FlowTable<T> {
-    map: HashMap<FlowKey, u32>,
+    index: HashTable<u32>,
+    hasher: DefaultHashBuilder,
     slab: Slab<Entry<T>>,
+    links: Vec<Link>,
     lists: [List; LISTS],
 }
 
@@ -58,11 +80,13 @@ impl<T> Default for FlowTable<T> {
 }
 
 impl<T> FlowTable<T> {
-    /// An empty table.
+    /// An empty table with a freshly seeded hasher.
     pub fn new() -> Self {
         FlowTable {
-            map: HashMap::new(),
+            index: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
             slab: Slab::new(),
+            links: Vec::new(),
             lists: [List {
                 head: NIL,
                 tail: NIL,
@@ -81,56 +105,82 @@ impl<T> FlowTable<T> {
     }
 
     /// The slot of `key`, if present.
+    #[inline]
     pub fn find(&self, key: &FlowKey) -> Option<u32> {
-        self.map.get(key).copied()
+        let hash = self.hasher.hash_one(key);
+        let slab = &self.slab;
+        self.index
+            .find(hash, |&s| {
+                slab.get(s as usize).is_some_and(|e| e.key == *key)
+            })
+            .copied()
     }
 
     /// Inserts a new flow (the key must not be present) at the tail of `list`.
     pub fn insert(&mut self, key: FlowKey, list: ListId, now: Timestamp, value: T) -> u32 {
-        let idx = self.slab.insert(Entry {
-            key,
-            prev: NIL,
-            next: NIL,
-            list,
+        let idx = self.slab.insert(Entry { key, value }) as u32;
+        let hash = self.hasher.hash_one(key);
+        let (slab, hasher) = (&self.slab, &self.hasher);
+        self.index.insert_unique(hash, idx, |&s| {
+            slab.get(s as usize).map_or(0, |e| hasher.hash_one(e.key))
+        });
+        let i = idx as usize;
+        if i >= self.links.len() {
+            self.links.resize(i + 1, UNLINKED);
+        }
+        self.links[i] = Link {
             last_seen: now,
-            value,
-        }) as u32;
-        self.map.insert(key, idx);
+            ..UNLINKED
+        };
         self.link_tail(idx, list);
         idx
     }
 
     /// Removes a flow, returning its key and value.
     pub fn remove(&mut self, idx: u32) -> Option<(FlowKey, T)> {
-        if !self.slab.contains(idx as usize) {
-            return None;
-        }
+        let key = self.slab.get(idx as usize)?.key;
         self.unlink(idx);
+        let hash = self.hasher.hash_one(key);
+        if let Ok(found) = self.index.find_entry(hash, |&s| s == idx) {
+            found.remove();
+        }
         let e = self.slab.remove(idx as usize);
-        self.map.remove(&e.key);
         Some((e.key, e.value))
     }
 
     /// Marks a flow as active at `now` and moves it to the tail of `list`.
+    #[inline]
     pub fn touch(&mut self, idx: u32, list: ListId, now: Timestamp) {
-        self.unlink(idx);
-        if let Some(e) = self.slab.get_mut(idx as usize) {
-            e.last_seen = e.last_seen.max(now);
+        if !self.slab.contains(idx as usize) {
+            return;
         }
+        let Some(link) = self.links.get_mut(idx as usize) else {
+            return;
+        };
+        if link.last_seen < now {
+            link.last_seen = now;
+        }
+        if link.list == list && self.lists[list as usize].tail == idx {
+            return; // already last: nothing moves
+        }
+        self.unlink(idx);
         self.link_tail(idx, list);
     }
 
     /// The value of a flow.
+    #[inline]
     pub fn get(&self, idx: u32) -> Option<&T> {
         self.slab.get(idx as usize).map(|e| &e.value)
     }
 
     /// The value of a flow, mutably.
+    #[inline]
     pub fn get_mut(&mut self, idx: u32) -> Option<&mut T> {
         self.slab.get_mut(idx as usize).map(|e| &mut e.value)
     }
 
     /// The key and value of a flow.
+    #[inline]
     pub fn entry_mut(&mut self, idx: u32) -> Option<(&FlowKey, &mut T)> {
         self.slab
             .get_mut(idx as usize)
@@ -139,13 +189,16 @@ impl<T> FlowTable<T> {
 
     /// When the flow was last active.
     pub fn last_seen(&self, idx: u32) -> Option<Timestamp> {
-        self.slab.get(idx as usize).map(|e| e.last_seen)
+        if !self.slab.contains(idx as usize) {
+            return None;
+        }
+        self.links.get(idx as usize).map(|l| l.last_seen)
     }
 
     /// The least recently active flow of `list` with its last-activity time.
     pub fn oldest(&self, list: ListId) -> Option<(u32, Timestamp)> {
         let h = self.lists[list as usize].head;
-        (h != NIL).then(|| (h, self.slab[h as usize].last_seen))
+        (h != NIL).then(|| (h, self.links[h as usize].last_seen))
     }
 
     /// The least recently active flow over all lists (eviction candidate),
@@ -172,28 +225,27 @@ impl<T> FlowTable<T> {
         l.tail = idx;
         if old_tail == NIL {
             l.head = idx;
+        } else {
+            self.links[old_tail as usize].next = idx;
         }
-        if old_tail != NIL {
-            self.slab[old_tail as usize].next = idx;
-        }
-        let e = &mut self.slab[idx as usize];
+        let e = &mut self.links[idx as usize];
         e.prev = old_tail;
         e.next = NIL;
         e.list = list;
     }
 
     fn unlink(&mut self, idx: u32) {
-        let Some(e) = self.slab.get(idx as usize) else {
+        let Some(e) = self.links.get(idx as usize) else {
             return;
         };
         let (prev, next, list) = (e.prev, e.next, e.list as usize);
         if prev != NIL {
-            self.slab[prev as usize].next = next;
+            self.links[prev as usize].next = next;
         } else {
             self.lists[list].head = next;
         }
         if next != NIL {
-            self.slab[next as usize].prev = prev;
+            self.links[next as usize].prev = prev;
         } else {
             self.lists[list].tail = prev;
         }
@@ -234,5 +286,50 @@ mod tests {
         assert_eq!(t.find(&key(2)), None);
         assert_eq!(t.len(), 2);
         assert!(t.remove(b).is_none());
+    }
+
+    /// The index stays consistent with the slab through growth, slot reuse
+    /// and removals (checked against a plain map).
+    #[test]
+    fn index_survives_churn() {
+        use std::collections::HashMap;
+        let mut t = FlowTable::new();
+        let mut model: HashMap<u16, u32> = HashMap::new();
+        let mut x = 12345u32;
+        for step in 0..20_000u32 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            let p = (x % 3000) as u16;
+            match model.get(&p).copied() {
+                Some(slot) if x % 3 == 0 => {
+                    assert_eq!(t.remove(slot).map(|(_, v)| v), Some(p));
+                    model.remove(&p);
+                }
+                Some(slot) => t.touch(slot, ListId::Udp, Timestamp(u64::from(step))),
+                None => {
+                    let slot = t.insert(key(p), ListId::Tcp, Timestamp(u64::from(step)), p);
+                    model.insert(p, slot);
+                }
+            }
+        }
+        assert_eq!(t.len(), model.len());
+        for (p, slot) in &model {
+            assert_eq!(t.find(&key(*p)), Some(*slot));
+            assert_eq!(t.get(*slot), Some(p));
+        }
+        // Lists hold every entry once, oldest first.
+        let mut seen = 0;
+        for list in [ListId::Tcp, ListId::Udp] {
+            let mut last = Timestamp::ZERO;
+            while let Some((slot, ts)) = t.oldest(list) {
+                assert!(ts >= last);
+                last = ts;
+                t.remove(slot);
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, model.len());
+        assert!(t.is_empty());
     }
 }
