@@ -167,7 +167,7 @@ struct Common {
     /// Memory for stream data.
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
     memory: Option<u64>,
-    /// Stop after reading COUNT packets.
+    /// Stop after COUNT packets that pass the filter (as tcpdump's -c).
     #[arg(short = 'c', long = "count", value_name = "COUNT")]
     count: Option<u64>,
     /// Worker threads (only 1 for now).

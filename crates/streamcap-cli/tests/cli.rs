@@ -189,6 +189,45 @@ fn cutoff_and_digest_options() {
     assert_eq!(pk, 5);
 }
 
+/// `-c` counts the packets that pass the filter, as tcpdump's `-c` does: the
+/// sample's first packets are TCP, yet `-c 5 udp` still processes 5 UDP packets.
+#[test]
+fn count_applies_after_the_filter() {
+    let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/sample.pcap");
+    let fs = f.to_str().unwrap_or_default();
+    let pkts = |args: &[&str]| -> Option<(u64, Vec<serde_json::Value>)> {
+        let o = run(args);
+        if stderr(&o).contains("install libpcap0.8") {
+            return None;
+        }
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let recs = json_lines(&o.stdout);
+        let n = recs
+            .iter()
+            .map(|r| {
+                r["orig"]["pkts"].as_u64().unwrap_or(0) + r["resp"]["pkts"].as_u64().unwrap_or(0)
+            })
+            .sum();
+        Some((n, recs))
+    };
+    let Some((n, recs)) = pkts(&["flows", "-q", "-c", "5", "-r", fs, "udp"]) else {
+        return;
+    };
+    assert_eq!(n, 5, "{recs:?}");
+    assert!(recs.iter().all(|r| r["proto"] == "udp"));
+    if let Some((n, recs)) = pkts(&["flows", "-q", "-c", "7", "-r", fs, "tcp", "port", "80"]) {
+        assert_eq!(n, 7, "{recs:?}");
+    }
+    // Without a filter every packet counts.
+    if let Some((n, _)) = pkts(&["flows", "-q", "-c", "12", "-r", fs]) {
+        assert_eq!(n, 12);
+    }
+    // The summary still reports how many packets were read before stopping.
+    let o = run(&["flows", "-c", "5", "-r", fs, "udp"]);
+    let err = stderr(&o);
+    assert!(err.contains(", 5 matched \"udp\""), "{err}");
+}
+
 #[test]
 fn csv_format() {
     let Some(corpus) = corpus() else { return };

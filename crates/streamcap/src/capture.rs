@@ -110,7 +110,9 @@ impl Capture {
     /// Like [`Capture::run`], with hooks: `hooks.inspect` sees every packet
     /// before the engine and may skip it (a filter) or stop the run, and
     /// `hooks.progress` is called every [`RunHooks::progress_every`] packets
-    /// read and once at the end of the input.
+    /// read and once at the end of the input. The packet limit
+    /// ([`CaptureBuilder::max_packets`]) counts the packets handed to the
+    /// engine, not the skipped ones.
     pub fn run_with<H: Handler>(
         &self,
         source: &mut dyn PacketSource,
@@ -121,15 +123,19 @@ impl Capture {
         let mut error = None;
         let mut stopped = false;
         let mut n = 0u64;
+        let mut processed = 0u64;
         let mut wire = 0u64;
         let every = hooks.progress_every().max(1);
-        while self.max_packets.is_none_or(|m| n < m) {
+        while self.max_packets.is_none_or(|m| processed < m) {
             match source.next_packet() {
                 None => break,
                 Some(Ok(p)) => {
                     wire += u64::from(p.orig_len);
                     match hooks.inspect(&p) {
-                        Verdict::Process => worker.process(&p),
+                        Verdict::Process => {
+                            worker.process(&p);
+                            processed += 1;
+                        }
                         Verdict::Skip => {}
                         Verdict::Stop => {
                             stopped = true;
@@ -254,7 +260,9 @@ impl CaptureBuilder {
         self.cap.cfg.max_flows = n.max(1);
         self
     }
-    /// Stop after this many packets.
+    /// Stop after this many packets handed to the engine: packets that
+    /// [`RunHooks::inspect`] skips (a filter rejected them) do not count, as
+    /// with tcpdump's `-c`.
     pub fn max_packets(mut self, n: u64) -> Self {
         self.cap.max_packets = Some(n);
         self

@@ -8,7 +8,7 @@
 //! read.
 
 use crate::config::{Config, ReassemblyMode};
-use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment};
+use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
 use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
     Budget, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Gap, Handler, PacketRecord, Stream,
@@ -267,10 +267,17 @@ impl<H: Handler> Cx<'_, H> {
         if len == 0 {
             return;
         }
-        self.deliver(DataReason::Gap);
+        // Discarded bytes follow the cutoff (or a discard): the chunk before
+        // them is the last one.
+        self.deliver(if kind == GapKind::Discarded {
+            DataReason::Cutoff
+        } else {
+            DataReason::Gap
+        });
         let off = self.me.tcp.next;
-        // Nothing buffered and nothing to report: bytes past the cutoff need no buffer.
-        if kind != GapKind::Discarded || self.me.buf.is_some() {
+        // Nothing buffered and nothing to report: bytes past the cutoff (and
+        // holes past it) need no buffer.
+        if self.me.buf.is_some() || (kind != GapKind::Discarded && off < self.cutoff_now()) {
             self.me.buf_mut().note_gap(off, len, self.budget);
         }
         let info = &mut self.me.info;
@@ -313,40 +320,44 @@ impl<H: Handler> Cx<'_, H> {
                     self.budget.release(d.len());
                     let consumed = self.commit_data(d.get(skip..).unwrap_or(&[]));
                     if consumed < d.len() - skip {
-                        // A callback lowered the cutoff: the rest is settled as discarded.
+                        // A callback lowered the cutoff: the rest was seen but
+                        // is past it (settled by `settle_cutoff`).
+                        let (at, policy) = (self.me.tcp.next, self.me.info.params.policy);
+                        if let Some(a) = self.me.ooo.as_mut() {
+                            a.insert(at, end, Incoming::Discarded, policy, at, self.budget);
+                        }
                         return;
                     }
                 }
                 Stored::Dropped => self.commit_gap(end - next, GapKind::Dropped),
+                Stored::Discarded => self.commit_gap(end - next, GapKind::Discarded),
                 Stored::Missing => self.commit_gap(end - next, GapKind::Missing),
             }
         }
     }
 
-    /// Gives up the hole before the first stored range.
-    /// Returns false when there was nothing to give up or the stream reached
-    /// its cutoff (a callback may lower it while data is committed).
+    /// Gives up the hole before the first stored range (before or past the
+    /// cutoff alike: bytes never seen are missing) and commits what follows.
+    /// Returns false when there was nothing to give up.
     fn skip_hole(&mut self) -> bool {
         let Some(first) = self.me.ooo.as_ref().and_then(|a| a.first_start()) else {
             return false;
         };
         let next = self.me.tcp.next;
-        let gap_end = first.min(self.cutoff_now());
-        if gap_end > next {
-            self.commit_gap(gap_end - next, GapKind::Missing);
-        }
-        if self.me.tcp.next >= self.cutoff_now() {
-            self.settle_cutoff();
-            return false;
+        if first > next {
+            self.commit_gap(first - next, GapKind::Missing);
         }
         self.drain();
         self.settle_cutoff();
-        true
+        self.me.tcp.next > next
     }
 
     fn enforce_ooo_limits(&mut self, cfg: &Config) {
         while let Some(a) = self.me.ooo.as_ref() {
-            if a.data_bytes() <= cfg.max_ooo_bytes && a.segments() <= cfg.max_ooo_segments {
+            // Discarded placeholders count like the data they stand for, so
+            // holes are given up at the same point whatever the cutoff.
+            let held = (a.data_bytes() as u64).saturating_add(a.discarded_bytes());
+            if held <= cfg.max_ooo_bytes as u64 && a.segments() <= cfg.max_ooo_segments {
                 break;
             }
             if !self.skip_hole() {
@@ -355,8 +366,10 @@ impl<H: Handler> Cx<'_, H> {
         }
     }
 
-    /// Once the delivery point reaches the cutoff: the last chunk goes out and
-    /// the rest of the sequence space is counted as discarded.
+    /// Once the delivery point reaches the cutoff: the last chunk goes out,
+    /// stored bytes past it become discarded placeholders (their ranges are
+    /// kept, so holes between them are still told apart) and the ones at the
+    /// delivery point are committed as discarded.
     fn settle_cutoff(&mut self) {
         let limit = self.cutoff_now();
         if self.me.tcp.next < limit {
@@ -372,12 +385,9 @@ impl<H: Handler> Cx<'_, H> {
             b.packets.clear();
         }
         if let Some(a) = self.me.ooo.as_mut() {
-            a.clear(self.budget);
+            a.discard_from(limit, self.budget);
         }
-        let t = &self.me.tcp;
-        if t.max_end > t.next {
-            self.commit_gap(t.max_end - t.next, GapKind::Discarded);
-        }
+        self.drain();
     }
 
     fn check_conflict(&mut self, start: u64, bytes: &[u8]) {
@@ -439,6 +449,8 @@ impl<H: Handler> Cx<'_, H> {
         let limit = self.cutoff_now();
         let ns = s.max(next);
         let ce = e.min(limit);
+        // Where the part of the segment past the cutoff begins.
+        let mut rest = ns;
         if ns < ce {
             let pe = present_end.clamp(ns, ce);
             let in_order = ns == next && self.me.ooo.as_ref().is_none_or(|a| a.is_empty());
@@ -454,6 +466,7 @@ impl<H: Handler> Cx<'_, H> {
                     self.me.info.errors.insert(StreamErrors::TRUNCATED);
                     self.commit_gap(ce - pe, GapKind::Missing);
                 }
+                rest = self.me.tcp.next;
             } else {
                 let policy = self.me.info.params.policy;
                 let a = self.me.ooo.get_or_insert_with(Default::default);
@@ -483,9 +496,44 @@ impl<H: Handler> Cx<'_, H> {
                 }
                 self.drain();
                 self.enforce_ooo_limits(cfg);
+                rest = ce.max(self.me.tcp.next);
             }
         }
+        if rest < e {
+            self.past_cutoff(rest, present_end, e, cfg);
+        }
         self.settle_cutoff();
+    }
+
+    /// Accounts the part `[from, end)` of a TCP segment that lies past the
+    /// cutoff. Nothing is copied, but the range is remembered: at the delivery
+    /// point it is committed as discarded at once (the in-order case, as cheap
+    /// as before), else it is stored as a discarded placeholder, which costs
+    /// no payload memory, so that a hole before it that never fills is still
+    /// counted missing, exactly as below the cutoff. Bytes from `present_end`
+    /// on were cut by the snapshot length (missing).
+    fn past_cutoff(&mut self, from: u64, present_end: u64, end: u64, cfg: &Config) {
+        let pe = present_end.clamp(from, end);
+        if pe < end {
+            self.me.info.errors.insert(StreamErrors::TRUNCATED);
+        }
+        let next = self.me.tcp.next;
+        if from == next && self.me.ooo.as_ref().is_none_or(|a| a.is_empty()) {
+            self.commit_gap(pe - from, GapKind::Discarded);
+            self.commit_gap(end - pe, GapKind::Missing);
+            return;
+        }
+        let policy = self.me.info.params.policy;
+        let a = self.me.ooo.get_or_insert_with(Default::default);
+        if pe > from {
+            let out = a.insert(from, pe, Incoming::Discarded, policy, next, self.budget);
+            self.me.info.counters.retransmitted += out.overlapped;
+        }
+        if end > pe {
+            a.insert(pe, end, Incoming::Missing, policy, next, self.budget);
+        }
+        self.drain();
+        self.enforce_ooo_limits(cfg);
     }
 
     /// Processes a UDP payload or another protocol's packet: appended at the
@@ -502,6 +550,16 @@ impl<H: Handler> Cx<'_, H> {
             self.me.info.errors.insert(StreamErrors::TRUNCATED);
             self.commit_gap(ce - pe, GapKind::Missing);
         }
+        // Past the cutoff: the captured bytes are discarded, the cut ones missing.
+        let rest = self.me.tcp.next;
+        if rest < end {
+            let pe = (start + present.len() as u64).clamp(rest, end);
+            self.commit_gap(pe - rest, GapKind::Discarded);
+            if end > pe {
+                self.me.info.errors.insert(StreamErrors::TRUNCATED);
+                self.commit_gap(end - pe, GapKind::Missing);
+            }
+        }
         if per_packet {
             self.deliver(DataReason::Packet);
         }
@@ -515,13 +573,11 @@ impl<H: Handler> Cx<'_, H> {
                 break;
             }
         }
-        let limit = self.cutoff_now();
+        // What remains before the highest byte known to be sent was never
+        // seen (seen bytes are delivered or stored), cutoff or not.
         let (next, max_end) = (self.me.tcp.next, self.me.tcp.max_end);
         if max_end > next {
-            let missing_end = max_end.min(limit.max(next));
-            self.commit_gap(missing_end - next, GapKind::Missing);
-            let next = self.me.tcp.next;
-            self.commit_gap(max_end.saturating_sub(next), GapKind::Discarded);
+            self.commit_gap(max_end - next, GapKind::Missing);
         }
         self.deliver(DataReason::Termination);
     }
@@ -570,6 +626,9 @@ pub struct Worker<H: Handler> {
     next_conn_id: u64,
     stats: GlobalStats,
     scratch: Vec<u8>,
+    /// While a reassembled datagram is handled: the fragments it took on the
+    /// wire, which its connection counts instead of one packet.
+    frag_wire: Option<WireCount>,
 }
 
 impl<H: Handler> Worker<H> {
@@ -587,6 +646,7 @@ impl<H: Handler> Worker<H> {
             next_conn_id: 0,
             stats: GlobalStats::default(),
             scratch: Vec::new(),
+            frag_wire: None,
         }
     }
 
@@ -672,6 +732,7 @@ impl<H: Handler> Worker<H> {
             let frag = Fragment {
                 offset: f.offset,
                 more: f.more,
+                ip_len: net.ip_len,
             };
             match self
                 .defrag
@@ -684,7 +745,9 @@ impl<H: Handler> Worker<H> {
                     scratch.extend_from_slice(bytes);
                     let header = net.ip_len.saturating_sub(net.payload_wire_len);
                     let ip_len = header + scratch.len() as u32;
+                    self.frag_wire = Some(self.defrag.completed_wire());
                     self.handle_ip(&net, &scratch, scratch.len() as u32, ip_len, pkt.ts);
+                    self.frag_wire = None;
                     self.scratch = scratch;
                 }
             }
@@ -805,15 +868,20 @@ impl<H: Handler> Worker<H> {
         idx
     }
 
-    /// Marks the direction as created (firing `on_create`) and counts the packet.
+    /// Marks the direction as created (firing `on_create`) and counts the
+    /// packet (a reassembled datagram counts its fragments and their IP bytes).
     fn begin_packet(&mut self, idx: u32, side: Side, ip_len: u32, ts: Timestamp) {
+        let (pkts, bytes) = match self.frag_wire {
+            Some(w) => (u64::from(w.fragments), w.ip_bytes),
+            None => (1, u64::from(ip_len)),
+        };
         let Some((key, conn)) = self.table.entry_mut(idx) else {
             return;
         };
         conn.last = conn.last.max(ts);
         let (me, opp) = pair(&mut conn.dirs, side);
-        me.info.counters.pkts += 1;
-        me.info.counters.bytes += u64::from(ip_len);
+        me.info.counters.pkts += pkts;
+        me.info.counters.bytes += bytes;
         me.info.end = me.info.end.max(ts);
         if !me.info.created {
             me.info.created = true;
@@ -1086,6 +1154,9 @@ impl<H: Handler> Worker<H> {
                 let mut cx = cx!(self, key, side.other(), opp, &me.info, idx, self.now, false);
                 let acked = cx.me.tcp.acked;
                 while cx.me.tcp.next < acked && cx.skip_hole() {}
+                if opp.info.errors.contains(StreamErrors::GAP) {
+                    conn.history.push(b'G', !is_orig);
+                }
             }
         }
         let list = if conn.closing.is_some() {
@@ -1179,6 +1250,10 @@ impl<H: Handler> Worker<H> {
                     && conn.handshake != 3;
                 let mut cx = cx!(self, &key, side, me, &opp.info, idx, self.now, reject);
                 cx.finish();
+                if cx.me.info.errors.contains(StreamErrors::GAP) {
+                    // Holes given up at termination are gaps too.
+                    conn.history.push(b'G', side == conn.orig_side);
+                }
                 cx.me.info.status = StreamStatus::Closed(reason);
                 cx.call(|h, s| h.on_close(s));
                 self.stats.totals.add(&me.info.counters);

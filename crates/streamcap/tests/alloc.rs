@@ -46,8 +46,22 @@ impl Handler for Sum {
     }
 }
 
+/// Both in one test: the counter is global, so the two runs must not overlap.
 #[test]
 fn in_order_fast_path_allocates_nothing_per_packet() {
+    // Chunks delivered all along.
+    check(Config::default(), 20_000 * 1100);
+    // Statistics only (cutoff 0, the default of `streamcap flows`).
+    check(
+        Config {
+            cutoff: Some(0),
+            ..Config::default()
+        },
+        0,
+    );
+}
+
+fn check(cfg: Config, want_delivered: u64) {
     let data = bytes(20_000 * 1000, 99);
     let mut c = Conv::new(ep("10.0.0.1", 1234), ep("10.0.0.2", 80), 7, 9);
     c.handshake();
@@ -57,7 +71,7 @@ fn in_order_fast_path_allocates_nothing_per_packet() {
         c.server(&part[..100], 100);
     }
     let frames = c.frames;
-    let mut w = Worker::new(Config::default(), Sum::default());
+    let mut w = Worker::new(cfg, Sum::default());
     let feed_range = |w: &mut Worker<Sum>, r: std::ops::Range<usize>| {
         for i in r {
             let f = &frames[i];
@@ -80,7 +94,7 @@ fn in_order_fast_path_allocates_nothing_per_packet() {
     let packets = frames.len() - 400;
     w.finish();
     let delivered = w.handler().0;
-    assert_eq!(delivered, 20_000 * 1100);
+    assert_eq!(delivered, want_delivered);
     eprintln!("{packets} in-order packets, {during} allocations");
     assert_eq!(
         during, 0,

@@ -718,12 +718,23 @@ fn fragmented_datagrams_are_reassembled_before_the_flow_table() {
         let payload = bytes(3000, 17);
         let mut frames = fragmented_udp(v6, &payload, 1200, 4242);
         frames.reverse();
+        // Each fragment's IP length: the IP header (IPv6: with the fragment
+        // header) plus its share of the UDP datagram.
+        let header = if v6 { 40 + 8 } else { 20 };
+        let ip_bytes: usize = frames.iter().map(|f| f.len() - 14).sum();
+        assert_eq!(ip_bytes, 3 * header + 8 + 3000);
         let (r, stats) = run(Config::default(), &frames);
         assert_eq!(r.get(0, "orig").data, payload, "v6={v6}");
         assert_eq!(stats.fragments, 3);
         assert_eq!(stats.defrag.reassembled, 1);
         let info = r.get(0, "orig").closed.clone().unwrap();
-        assert_eq!(info.counters.pkts, 1, "one datagram");
+        // The connection counts what went on the wire: three packets.
+        assert_eq!(
+            info.counters.pkts, 3,
+            "v6={v6}: one datagram, three fragments"
+        );
+        assert_eq!(info.counters.bytes, ip_bytes as u64, "v6={v6}");
+        assert_eq!(info.counters.stream_bytes, 3000);
     }
 }
 
@@ -876,4 +887,222 @@ fn mode_can_be_changed_per_stream() {
         h.get(0, "resp").closed.as_ref().unwrap().counters.discarded,
         2000
     );
+}
+
+/// Runs `frames` under several cutoffs and returns, per cutoff, each
+/// direction's final descriptor plus the connection history.
+fn under_cutoffs(
+    frames: &[Vec<u8>],
+    mode: ReassemblyMode,
+    cutoffs: &[Option<u64>],
+) -> Vec<(
+    Option<u64>,
+    streamcap::deliver::StreamInfo,
+    streamcap::deliver::StreamInfo,
+    String,
+)> {
+    cutoffs
+        .iter()
+        .map(|&cutoff| {
+            let cfg = Config {
+                cutoff,
+                mode,
+                chunk_size: 700,
+                ..Config::default()
+            };
+            let (r, _) = run(cfg, frames);
+            assert_eq!(r.flows.len(), 1, "cutoff {cutoff:?}");
+            let (_, _, history, o, s) = r.flows[0].clone();
+            (cutoff, o, s, history)
+        })
+        .collect()
+}
+
+/// Holes that never fill are `missing` (flag `gap`) whatever the cutoff: past
+/// the cutoff no payload is copied, but the sequence ranges seen are
+/// remembered. Only captured vs discarded depends on the cutoff.
+#[test]
+fn missing_bytes_do_not_depend_on_the_cutoff() {
+    let data = bytes(12_000, 31);
+    let resp = bytes(9000, 32);
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 77, 99);
+    c.handshake();
+    let (cb, sb) = (c.cseq, c.sseq);
+    let seg = |i: usize| &data[i * 1000..(i + 1) * 1000];
+    let rseg = |i: usize| &resp[i * 1000..(i + 1) * 1000];
+    // Client: 0,1, (2 lost), 4, 3 (reordered), 5, 5 (duplicate), (6 lost), 7..11.
+    for i in [0usize, 1, 4, 3, 5, 5, 7, 8, 9, 10, 11] {
+        c.frames
+            .push(tcp(cl, sv, cb + (i as u32) * 1000, sb, ACK | PSH, seg(i)));
+    }
+    // Server: 0, (1 lost), 2..5, (6 lost), 7, (8 lost: proven by the FIN).
+    for i in [0usize, 2, 3, 4, 5, 7] {
+        c.frames.push(tcp(
+            sv,
+            cl,
+            sb + (i as u32) * 1000,
+            cb + 12_000,
+            ACK | PSH,
+            rseg(i),
+        ));
+    }
+    // The client acknowledges up to 6000 of the server's bytes: in fast mode
+    // the hole at 1000 is given up then, the one at 6000 at termination.
+    c.frames.push(tcp(cl, sv, cb + 12_000, sb + 6000, ACK, b""));
+    c.frames
+        .push(tcp(sv, cl, sb + 9000, cb + 12_000, FIN | ACK, b""));
+    c.frames
+        .push(tcp(cl, sv, cb + 12_000, sb + 9001, FIN | ACK, b""));
+    c.frames.push(tcp(sv, cl, sb + 9001, cb + 12_001, ACK, b""));
+    for mode in [ReassemblyMode::Fast, ReassemblyMode::Strict] {
+        let runs = under_cutoffs(&c.frames, mode, &[None, Some(0), Some(1500), Some(5500)]);
+        let (_, o0, s0, h0) = &runs[0];
+        assert_eq!(o0.counters.missing, 2000, "{mode}: client holes 2 and 6");
+        assert_eq!(s0.counters.missing, 3000, "{mode}: server holes 1, 6 and 8");
+        assert!(h0.contains('G') && h0.contains('g'), "{mode}: {h0}");
+        for (cutoff, o, s, h) in &runs {
+            for (name, x, y) in [("orig", o0, o), ("resp", s0, s)] {
+                let ctx = format!("{mode} cutoff {cutoff:?} {name}");
+                let (a, b) = (&x.counters, &y.counters);
+                assert_eq!(b.stream_bytes, a.stream_bytes, "{ctx}");
+                assert_eq!(b.missing, a.missing, "{ctx}: {b:?}");
+                assert_eq!(b.dropped, 0, "{ctx}");
+                assert_eq!(
+                    y.errors.contains(StreamErrors::GAP),
+                    x.errors.contains(StreamErrors::GAP),
+                    "{ctx}"
+                );
+                assert_eq!(
+                    b.captured + b.discarded,
+                    a.captured + a.discarded,
+                    "{ctx}: {b:?}"
+                );
+                assert!(
+                    b.captured <= a.captured.min(cutoff.unwrap_or(u64::MAX)),
+                    "{ctx}"
+                );
+                if *cutoff == Some(0) {
+                    assert_eq!(b.captured, 0, "{ctx}");
+                }
+            }
+            assert_eq!(h, h0, "{mode} cutoff {cutoff:?}: history");
+        }
+    }
+}
+
+/// The audit's case: with cutoff 0, a lost segment followed by more data is
+/// `missing`, not `discarded`, and nothing is copied or charged.
+#[test]
+fn cutoff_zero_reports_a_lost_segment_as_missing() {
+    let data = bytes(10_000, 33);
+    let mut c = Conv::new(client(), server(), 100, 200);
+    c.handshake().client(&data, 1000).fin();
+    let mut frames = c.frames.clone();
+    frames.remove(3 + 4); // bytes 4000..5000 never on the wire
+    let (r, stats) = run(
+        Config {
+            cutoff: Some(0),
+            ..Config::default()
+        },
+        &frames,
+    );
+    let info = r.get(0, "orig").closed.clone().unwrap();
+    let k = info.counters;
+    assert_eq!(
+        (k.stream_bytes, k.captured, k.discarded, k.missing),
+        (10_000, 0, 9000, 1000),
+        "{k:?}"
+    );
+    assert!(info.errors.contains(StreamErrors::GAP));
+    assert!(r.streams.values().all(|s| s.reasons.is_empty()));
+    assert_eq!(
+        stats.memory_peak, 0,
+        "placeholders charge no payload memory"
+    );
+    assert_eq!(stats.totals.missing, 1000);
+}
+
+/// Past the cutoff, out-of-order placeholders are bounded in number like
+/// out-of-order data: beyond `max_ooo_segments` the oldest hole is given up.
+#[test]
+fn cutoff_zero_placeholders_are_bounded() {
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 5, 6);
+    c.handshake();
+    let base = c.cseq;
+    // 300 islands of 10 bytes, each after a 10-byte hole.
+    for i in 0..300u32 {
+        c.frames
+            .push(tcp(cl, sv, base + 10 + 20 * i, c.sseq, ACK, &[b'x'; 10]));
+    }
+    let frames = c.frames;
+    for cutoff in [Some(0), None] {
+        let mut w = Worker::new(
+            Config {
+                cutoff,
+                max_ooo_segments: 16,
+                ..Config::default()
+            },
+            Recorder::default(),
+        );
+        feed(&mut w, &frames, 1);
+        let stats = w.finish();
+        let k = w.handler().get(0, "orig").closed.clone().unwrap().counters;
+        assert_eq!(k.stream_bytes, 6000, "{cutoff:?}");
+        assert_eq!(k.missing, 3000, "{cutoff:?}: {k:?}");
+        assert_eq!(k.captured + k.discarded, 3000, "{cutoff:?}");
+        if cutoff == Some(0) {
+            assert_eq!(stats.memory_peak, 0);
+        }
+    }
+}
+
+/// A hole given up only at termination still puts `G` in the history.
+#[test]
+fn gap_given_up_at_termination_is_in_the_history() {
+    let data = bytes(3000, 34);
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 10, 20);
+    c.handshake();
+    let base = c.cseq;
+    c.frames
+        .push(tcp(cl, sv, base, c.sseq, ACK | PSH, &data[..1000]));
+    // 1000..2000 never captured; nobody acknowledges past the hole.
+    c.frames
+        .push(tcp(cl, sv, base + 2000, c.sseq, ACK | PSH, &data[2000..]));
+    c.frames.push(tcp(sv, cl, c.sseq, base + 1000, ACK, b""));
+    for cutoff in [None, Some(0)] {
+        let (r, _) = run(
+            Config {
+                cutoff,
+                ..Config::default()
+            },
+            &c.frames,
+        );
+        let (_, end, history, o, _) = &r.flows[0];
+        assert_eq!(end, "eof");
+        assert_eq!(o.counters.missing, 1000, "{cutoff:?}");
+        assert_eq!(history, "ShADaG", "{cutoff:?}");
+    }
+}
+
+/// A responder hole given up when the initiator acknowledges past it is
+/// settled while processing the initiator's packet: `g` still appears.
+#[test]
+fn gap_given_up_by_the_peers_ack_is_in_the_history() {
+    let data = bytes(3000, 35);
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 10, 20);
+    c.handshake();
+    let base = c.sseq;
+    c.frames
+        .push(tcp(sv, cl, base + 1000, c.cseq, ACK | PSH, &data[1000..]));
+    c.frames.push(tcp(cl, sv, c.cseq, base + 3000, ACK, b""));
+    let mut w = Worker::new(Config::default(), Recorder::default());
+    feed(&mut w, &c.frames, 1);
+    w.finish();
+    let (_, _, history, _, s) = &w.handler().flows[0];
+    assert_eq!(s.counters.missing, 1000);
+    assert!(history.contains('g'), "{history}");
 }

@@ -72,14 +72,11 @@ fn expected(d: &DirectionTruth) -> Vec<u8> {
 
 fn check(t: &FlowTruth, f: &Flow, ctx: &str) {
     let ctx = format!("{ctx} flow {} ({})", t.id, t.label);
-    let fragmented = t.label.contains("fragmented");
     for (i, d) in [&t.to_server, &t.to_client].into_iter().enumerate() {
         let c = &f.counters[i];
         let lost: u64 = d.lost.iter().map(|r| r.end - r.start).sum();
-        if !fragmented {
-            assert_eq!(c.pkts, d.packets, "{ctx} dir {i} packets");
-            assert_eq!(c.bytes, d.ip_bytes, "{ctx} dir {i} IP bytes");
-        }
+        assert_eq!(c.pkts, d.packets, "{ctx} dir {i} packets");
+        assert_eq!(c.bytes, d.ip_bytes, "{ctx} dir {i} IP bytes");
         assert_eq!(c.stream_bytes, d.stream_len, "{ctx} dir {i} stream bytes");
         assert_eq!(c.missing, lost, "{ctx} dir {i} missing");
         assert_eq!(c.captured, d.stream_len - lost, "{ctx} dir {i} captured");
@@ -232,10 +229,9 @@ fn campus_trace_matches_ground_truth() {
                 let i = if flipped { 1 - i } else { i };
                 let c = &f.counters[i];
                 let lost: u64 = d.lost.iter().map(|r| r.end - r.start).sum();
-                if t.impairments.fragmented == 0 {
-                    assert_eq!(c.pkts, d.packets, "{ctx} dir {i} packets");
-                    assert_eq!(c.bytes, d.ip_bytes, "{ctx} dir {i} IP bytes");
-                }
+                // Fragmented datagrams count their fragments, as the truth does.
+                assert_eq!(c.pkts, d.packets, "{ctx} dir {i} packets");
+                assert_eq!(c.bytes, d.ip_bytes, "{ctx} dir {i} IP bytes");
                 if proto == 17 {
                     // A lost datagram leaves no trace: UDP streams are what arrived.
                     assert_eq!(
@@ -267,5 +263,72 @@ fn campus_trace_matches_ground_truth() {
         }
         eprintln!("{mode} {policy}: {} flows, {digests} directions digest-checked, {lossy} with loss or policy-dependent conflicts", truth.len());
         assert!(digests > 500);
+    }
+}
+
+/// Statistics only (cutoff 0, the default of `streamcap flows`) tells the same
+/// story about holes as full reassembly: on the impaired campus trace and on
+/// the shipped sample, every direction's `missing`, gap flag, stream length
+/// and packet counts are the same as with no cutoff; only captured bytes
+/// become discarded ones.
+#[test]
+fn cutoff_zero_reports_the_same_holes_as_full_reassembly() {
+    use streamcap_gen::{Campus, CampusConfig};
+    let cfg = CampusConfig {
+        seed: 11,
+        packets: 20_000,
+        concurrency: 200,
+        reorder: 0.05,
+        duplicate: 0.05,
+        loss: 0.03,
+        conflict: 0.02,
+        fragment: 0.02,
+        ..CampusConfig::default()
+    };
+    let (campus, _, _) = Campus::new(cfg).to_bytes();
+    let sample = streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes();
+    for (name, pcap) in [("campus", campus), ("sample", sample)] {
+        for mode in [ReassemblyMode::Fast, ReassemblyMode::Strict] {
+            let with = |cutoff| {
+                run(
+                    Config {
+                        cutoff,
+                        mode,
+                        ..Config::default()
+                    },
+                    pcap.clone(),
+                )
+            };
+            let (full, stats_only) = (with(None), with(Some(0)));
+            assert_eq!(full.len(), stats_only.len());
+            let mut holes = 0;
+            for (a, b) in full.iter().zip(&stats_only) {
+                assert_eq!((a.orig, a.resp, a.end), (b.orig, b.resp, b.end));
+                for i in 0..2 {
+                    let ctx = format!("{name} {mode} {} -> {} dir {i}", a.orig, a.resp);
+                    let (x, y) = (&a.counters[i], &b.counters[i]);
+                    assert_eq!(y.missing, x.missing, "{ctx}: {x:?} vs {y:?}");
+                    assert_eq!(y.stream_bytes, x.stream_bytes, "{ctx}");
+                    assert_eq!((y.pkts, y.bytes), (x.pkts, x.bytes), "{ctx}");
+                    assert_eq!(y.captured, 0, "{ctx}");
+                    assert_eq!(
+                        y.discarded + y.dropped,
+                        x.captured + x.discarded + x.dropped,
+                        "{ctx}"
+                    );
+                    assert_eq!(
+                        a.errors[i].contains(StreamErrors::GAP),
+                        b.errors[i].contains(StreamErrors::GAP),
+                        "{ctx}"
+                    );
+                    holes += usize::from(x.missing > 0);
+                }
+            }
+            eprintln!(
+                "{name} {mode}: {} flows, {holes} directions with holes",
+                full.len()
+            );
+            assert!(holes > 0, "{name} {mode}: the trace has holes");
+        }
     }
 }

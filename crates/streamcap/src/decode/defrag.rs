@@ -97,6 +97,20 @@ pub struct Fragment {
     pub offset: u32,
     /// The "more fragments" flag: false for the datagram's last fragment.
     pub more: bool,
+    /// The fragment packet's IP-layer length (IP total length, headers
+    /// included), summed per datagram into [`WireCount::ip_bytes`].
+    pub ip_len: u32,
+}
+
+/// What a completed datagram took on the wire: its fragments and their
+/// IP-layer bytes, so that a connection counts the packets that were sent,
+/// not the datagrams they carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WireCount {
+    /// Fragments received for the datagram (duplicates included).
+    pub fragments: u32,
+    /// Sum of those fragments' [`Fragment::ip_len`].
+    pub ip_bytes: u64,
 }
 
 /// Limits and policy of a [`Defragmenter`].
@@ -214,6 +228,8 @@ struct Datagram {
     bytes: usize,
     /// Fragments accepted.
     frags: usize,
+    /// Sum of the accepted fragments' IP-layer lengths.
+    ip_bytes: u64,
     /// Killed: holds nothing, drops whatever arrives until its deadline.
     dead: bool,
 }
@@ -245,6 +261,8 @@ pub struct Defragmenter {
     frags_completed: u64,
     stats: DefragStats,
     out: Vec<u8>,
+    /// Fragments and IP bytes of the datagram last returned in `out`.
+    out_wire: WireCount,
     scratch_win: Vec<(usize, u32, u32)>,
     scratch_keep: Vec<(u32, u32)>,
 }
@@ -263,6 +281,7 @@ impl Defragmenter {
             frags_completed: 0,
             stats: DefragStats::default(),
             out: Vec::new(),
+            out_wire: WireCount::default(),
             scratch_win: Vec::new(),
             scratch_keep: Vec::new(),
         }
@@ -338,6 +357,10 @@ impl Defragmenter {
                     // A whole datagram in one fragment: nothing to hold.
                     self.out.clear();
                     self.out.extend_from_slice(data);
+                    self.out_wire = WireCount {
+                        fragments: 1,
+                        ip_bytes: u64::from(frag.ip_len),
+                    };
                     self.stats.reassembled += 1;
                     self.frags_completed += 1;
                     return DefragOutcome::Complete(&self.out);
@@ -367,6 +390,7 @@ impl Defragmenter {
                     total: None,
                     bytes: 0,
                     frags: 0,
+                    ip_bytes: 0,
                     dead: false,
                 },
             );
@@ -391,6 +415,7 @@ impl Defragmenter {
         );
         self.bytes_held = (self.bytes_held + d.bytes).saturating_sub(before);
         d.frags += 1;
+        d.ip_bytes += u64::from(frag.ip_len);
         self.frags_held += 1;
         if !frag.more {
             d.total = Some(end);
@@ -408,6 +433,10 @@ impl Defragmenter {
         self.frags_held = self.frags_held.saturating_sub(d.frags);
         self.frags_completed += d.frags as u64;
         self.stats.reassembled += 1;
+        self.out_wire = WireCount {
+            fragments: u32::try_from(d.frags).unwrap_or(u32::MAX),
+            ip_bytes: d.ip_bytes,
+        };
         self.out.clear();
         for p in &d.pieces {
             self.out.extend_from_slice(&p.data);
@@ -437,6 +466,13 @@ impl Defragmenter {
                 }
             }
         }
+    }
+
+    /// The fragments and IP-layer bytes of the datagram last returned by
+    /// [`Defragmenter::process`] as [`DefragOutcome::Complete`] (a datagram
+    /// that was not fragmented counts as one fragment).
+    pub fn completed_wire(&self) -> WireCount {
+        self.out_wire
     }
 
     /// The counters so far.
@@ -496,6 +532,7 @@ impl Defragmenter {
                 let (bytes, frags) = (d.bytes, d.frags);
                 d.bytes = 0;
                 d.frags = 0;
+                d.ip_bytes = 0;
                 d.total = None;
                 self.bytes_held = self.bytes_held.saturating_sub(bytes);
                 self.frags_held = self.frags_held.saturating_sub(frags);
@@ -514,6 +551,7 @@ impl Defragmenter {
                     total: None,
                     bytes: 0,
                     frags: 0,
+                    ip_bytes: 0,
                     dead: true,
                 },
             );
@@ -704,7 +742,11 @@ mod tests {
         match d.process(
             Timestamp(t),
             k,
-            Fragment { offset, more },
+            Fragment {
+                offset,
+                more,
+                ip_len: 20 + data.len() as u32,
+            },
             data,
             data.len() as u32,
         ) {
@@ -764,6 +806,33 @@ mod tests {
         assert_eq!(d.stats().fragments, 3);
         assert_eq!(d.stats().overlaps, 0);
         check_invariants(&d);
+    }
+
+    /// A completed datagram reports the fragments it took on the wire
+    /// (duplicates included) and the sum of their IP lengths.
+    #[test]
+    fn completed_datagram_reports_its_fragments() {
+        let mut d = Defragmenter::new(DefragConfig::default());
+        let p = payload(40);
+        assert_eq!(feed(&mut d, 0, key(1), 16, false, &p[16..]), None);
+        assert_eq!(feed(&mut d, 0, key(1), 0, true, &p[..8]), None);
+        assert_eq!(feed(&mut d, 0, key(1), 0, true, &p[..8]), None);
+        assert_eq!(
+            feed(&mut d, 0, key(1), 8, true, &p[8..16]).as_deref(),
+            Some(&p[..])
+        );
+        let w = d.completed_wire();
+        assert_eq!(w.fragments, 4);
+        assert_eq!(w.ip_bytes, (20 + 24) + 3 * (20 + 8));
+        // An unfragmented datagram (offset 0, no more fragments) is one packet.
+        assert!(feed(&mut d, 0, key(2), 0, false, &p[..12]).is_some());
+        assert_eq!(
+            d.completed_wire(),
+            WireCount {
+                fragments: 1,
+                ip_bytes: 32
+            }
+        );
     }
 
     #[test]
@@ -1143,6 +1212,7 @@ mod tests {
             Fragment {
                 offset: 8,
                 more: true,
+                ip_len: 0,
             },
             &p[8..12],
             8,
@@ -1160,6 +1230,7 @@ mod tests {
             Fragment {
                 offset: 0,
                 more: true,
+                ip_len: 0,
             },
             &p[..4],
             8,
@@ -1174,6 +1245,7 @@ mod tests {
             Fragment {
                 offset: 0,
                 more: false,
+                ip_len: 0,
             },
             &p,
             10,
@@ -1219,6 +1291,7 @@ mod tests {
             Fragment {
                 offset: u32::MAX - 7,
                 more: true,
+                ip_len: 0,
             },
             &big[..16],
             16,
@@ -1232,6 +1305,7 @@ mod tests {
             Fragment {
                 offset: 8,
                 more: true,
+                ip_len: 0,
             },
             &big[..8],
             u32::MAX,
@@ -1349,7 +1423,11 @@ mod tests {
                 let r = d.process(
                     Timestamp(t),
                     k,
-                    Fragment { offset, more },
+                    Fragment {
+                        offset,
+                        more,
+                        ip_len: 0,
+                    },
                     &buf[..len],
                     wire_len,
                 );

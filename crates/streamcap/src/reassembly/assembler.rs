@@ -7,10 +7,14 @@
 //! single packet cost O(n) (the lesson of Zeek issue #575).
 //!
 //! Besides data, a range can hold a placeholder: bytes that were seen but
-//! *dropped* for lack of memory, or bytes known to be *missing* (cut by the
-//! snapshot length). Placeholders keep the accounting exact: when the delivery
-//! point reaches them, their bytes are counted as dropped or missing, once.
-//! Data always replaces a placeholder; a placeholder never replaces data.
+//! *dropped* for lack of memory, bytes that were seen but *discarded* (past
+//! the cutoff: their sequence range is remembered, their payload is not), or
+//! bytes known to be *missing* (cut by the snapshot length). Placeholders keep
+//! the accounting exact: when the delivery point reaches them, their bytes are
+//! counted as dropped, discarded or missing, once, and a hole between stored
+//! ranges is told apart from bytes that were seen.
+//! Data always replaces a placeholder; a placeholder never replaces data; a
+//! discarded placeholder (bytes seen) replaces a missing one (bytes not seen).
 
 use super::policy::OverlapPolicy;
 use crate::deliver::Budget;
@@ -23,6 +27,8 @@ pub enum Stored {
     Data(Box<[u8]>),
     /// Bytes that were seen but not stored for lack of memory.
     Dropped,
+    /// Bytes that were seen but not stored by decision (past the cutoff).
+    Discarded,
     /// Bytes known to be absent (cut by the snapshot length).
     Missing,
 }
@@ -34,6 +40,8 @@ pub enum Incoming<'a> {
     Data(&'a [u8]),
     /// A dropped-bytes placeholder.
     Dropped,
+    /// A discarded-bytes placeholder (seen, not copied: past the cutoff).
+    Discarded,
     /// A missing-bytes placeholder.
     Missing,
 }
@@ -63,6 +71,10 @@ pub struct InsertOutcome {
 pub struct Assembler {
     segs: BTreeMap<u64, Seg>,
     data_bytes: usize,
+    /// Bytes under dropped placeholders.
+    dropped_bytes: u64,
+    /// Bytes under discarded placeholders.
+    discarded_bytes: u64,
 }
 
 impl Assembler {
@@ -86,6 +98,34 @@ impl Assembler {
         self.data_bytes
     }
 
+    /// Bytes under discarded placeholders (seen past the cutoff; no payload
+    /// held, nothing charged to the budget).
+    pub fn discarded_bytes(&self) -> u64 {
+        self.discarded_bytes
+    }
+
+    /// Adds (`add`) or removes the tally of a range of `len` bytes holding `what`.
+    fn tally(&mut self, what: &Stored, len: u64, add: bool) {
+        let (counter, n) = match what {
+            Stored::Data(d) => {
+                if add {
+                    self.data_bytes += d.len();
+                } else {
+                    self.data_bytes -= d.len();
+                }
+                return;
+            }
+            Stored::Dropped => (&mut self.dropped_bytes, len),
+            Stored::Discarded => (&mut self.discarded_bytes, len),
+            Stored::Missing => return,
+        };
+        if add {
+            *counter += n;
+        } else {
+            *counter -= n;
+        }
+    }
+
     /// Start of the first stored range.
     pub fn first_start(&self) -> Option<u64> {
         self.segs.keys().next().copied()
@@ -104,9 +144,7 @@ impl Assembler {
             return None;
         }
         let (start, seg) = self.segs.pop_first()?;
-        if let Stored::Data(d) = &seg.what {
-            self.data_bytes -= d.len();
-        }
+        self.tally(&seg.what, seg.end - start, false);
         Some((start, seg.end, seg.what))
     }
 
@@ -114,37 +152,85 @@ impl Assembler {
     pub fn clear(&mut self, budget: &mut Budget) {
         budget.release(self.data_bytes);
         self.data_bytes = 0;
+        self.dropped_bytes = 0;
+        self.discarded_bytes = 0;
         self.segs.clear();
+    }
+
+    /// Turns every stored byte at or after `at` that is data or a dropped
+    /// placeholder into a discarded placeholder (the cutoff moved to `at`):
+    /// the data is released from the budget, the ranges are remembered.
+    /// Costs nothing when there is no such byte.
+    pub fn discard_from(&mut self, at: u64, budget: &mut Budget) {
+        if self.data_bytes == 0 && self.dropped_bytes == 0 {
+            return;
+        }
+        // A range straddling `at` is split there first.
+        if let Some((&start, seg)) = self.segs.range(..at).next_back() {
+            if seg.end > at && !matches!(seg.what, Stored::Discarded | Stored::Missing) {
+                if let Some(seg) = self.segs.remove(&start) {
+                    self.tally(&seg.what, seg.end - start, false);
+                    let (left, right) = match seg.what {
+                        Stored::Data(d) => {
+                            let keep = (at - start) as usize;
+                            budget.release(d.len() - keep);
+                            (Stored::Data(d[..keep].into()), Stored::Discarded)
+                        }
+                        other => (other, Stored::Discarded),
+                    };
+                    self.store(start, at, left);
+                    self.store(at, seg.end, right);
+                }
+            }
+        }
+        let keys: Vec<u64> = self
+            .segs
+            .range(at..)
+            .filter(|(_, s)| matches!(s.what, Stored::Data(_) | Stored::Dropped))
+            .map(|(&k, _)| k)
+            .collect();
+        for k in keys {
+            let Some(seg) = self.segs.remove(&k) else {
+                continue;
+            };
+            self.tally(&seg.what, seg.end - k, false);
+            if let Stored::Data(d) = &seg.what {
+                budget.release(d.len());
+            }
+            self.store(k, seg.end, Stored::Discarded);
+        }
+        self.coalesce(at, u64::MAX, false);
     }
 
     /// Drops every stored byte at or after `at` (a FIN ends the stream there),
     /// releasing its data from the budget.
     pub fn truncate_from(&mut self, at: u64, budget: &mut Budget) {
         let tail = self.segs.split_off(&at);
-        for seg in tail.into_values() {
+        for (start, seg) in tail {
+            self.tally(&seg.what, seg.end - start, false);
             if let Stored::Data(d) = seg.what {
-                self.data_bytes -= d.len();
                 budget.release(d.len());
             }
         }
-        if let Some((&start, seg)) = self.segs.iter_mut().next_back() {
-            if seg.end > at {
-                seg.end = at;
-                if let Stored::Data(d) = &mut seg.what {
-                    let keep = (at - start) as usize;
-                    let cut = d.len() - keep;
-                    *d = d[..keep].into();
-                    self.data_bytes -= cut;
-                    budget.release(cut);
-                }
+        let last = self.segs.iter().next_back().map(|(&k, s)| (k, s.end));
+        if let Some((start, end)) = last.filter(|&(_, end)| end > at) {
+            if let Some(seg) = self.segs.remove(&start) {
+                self.tally(&seg.what, end - start, false);
+                let what = match seg.what {
+                    Stored::Data(d) => {
+                        let keep = (at - start) as usize;
+                        budget.release(d.len() - keep);
+                        Stored::Data(d[..keep].into())
+                    }
+                    other => other,
+                };
+                self.store(start, at, what);
             }
         }
     }
 
     fn store(&mut self, start: u64, end: u64, what: Stored) {
-        if let Stored::Data(d) = &what {
-            self.data_bytes += d.len();
-        }
+        self.tally(&what, end - start, true);
         self.segs.insert(start, Seg { end, what });
     }
 
@@ -213,15 +299,16 @@ impl Assembler {
                     policy.new_wins((os, oe), (ns, ne), hole)
                 }
                 (Incoming::Data(_), _) => true,
+                (Incoming::Discarded, Stored::Missing) => true,
                 _ => false,
             };
             if new_wins {
                 let Some(seg) = self.segs.remove(&os) else {
                     continue;
                 };
+                self.tally(&seg.what, oe - os, false);
                 let (left, right) = match seg.what {
                     Stored::Data(od) => {
-                        self.data_bytes -= od.len();
                         budget.release(od.len());
                         let l = &od[..(a - os) as usize];
                         let r = &od[(b - os) as usize..];
@@ -230,6 +317,7 @@ impl Assembler {
                         (Stored::Data(l.into()), Stored::Data(r.into()))
                     }
                     Stored::Dropped => (Stored::Dropped, Stored::Dropped),
+                    Stored::Discarded => (Stored::Discarded, Stored::Discarded),
                     Stored::Missing => (Stored::Missing, Stored::Missing),
                 };
                 if a > os {
@@ -268,6 +356,7 @@ impl Assembler {
                     }
                 }
                 Incoming::Dropped => Stored::Dropped,
+                Incoming::Discarded => Stored::Discarded,
                 Incoming::Missing => Stored::Missing,
             };
             self.store(gs, ge, what);
@@ -306,7 +395,9 @@ impl Assembler {
                     (Stored::Data(x), Stored::Data(y)) => {
                         merge_data && x.len() + y.len() <= MERGE_MAX
                     }
-                    (Stored::Dropped, Stored::Dropped) | (Stored::Missing, Stored::Missing) => true,
+                    (Stored::Dropped, Stored::Dropped)
+                    | (Stored::Discarded, Stored::Discarded)
+                    | (Stored::Missing, Stored::Missing) => true,
                     _ => false,
                 };
             if !mergeable {
@@ -658,5 +749,69 @@ mod tests {
                     .all(|(i, &v)| v == (s + i as u64) as u8));
             }
         }
+    }
+
+    #[test]
+    fn discarded_placeholders_charge_nothing_and_replace_only_missing() {
+        let mut b = Budget::new(100);
+        let mut a = Assembler::new();
+        a.insert(0, 4, Incoming::Missing, OverlapPolicy::Bsd, 0, &mut b);
+        a.insert(10, 20, Incoming::Discarded, OverlapPolicy::Bsd, 0, &mut b);
+        a.insert(20, 30, Incoming::Discarded, OverlapPolicy::Bsd, 0, &mut b);
+        assert_eq!(a.ranges(), vec![(0, 4, false), (10, 30, false)], "merged");
+        assert_eq!((b.used(), a.discarded_bytes()), (0, 20));
+        // Seen bytes replace bytes known to be cut; data replaces both.
+        a.insert(2, 6, Incoming::Discarded, OverlapPolicy::Bsd, 0, &mut b);
+        a.insert(12, 14, Incoming::Data(b"ab"), OverlapPolicy::Bsd, 0, &mut b);
+        let got: Vec<_> = std::iter::from_fn(|| a.pop_front(u64::MAX)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 2, Stored::Missing),
+                (2, 6, Stored::Discarded),
+                (10, 12, Stored::Discarded),
+                (12, 14, Stored::Data(b"ab".to_vec().into())),
+                (14, 30, Stored::Discarded),
+            ]
+        );
+        assert_eq!((a.discarded_bytes(), a.data_bytes()), (0, 0));
+    }
+
+    #[test]
+    fn discard_from_turns_data_past_a_point_into_placeholders() {
+        let mut b = Budget::new(100);
+        let mut a = Assembler::new();
+        a.insert(
+            0,
+            10,
+            Incoming::Data(b"0123456789"),
+            OverlapPolicy::Bsd,
+            0,
+            &mut b,
+        );
+        a.insert(
+            20,
+            30,
+            Incoming::Data(b"abcdefghij"),
+            OverlapPolicy::Bsd,
+            0,
+            &mut b,
+        );
+        a.insert(30, 35, Incoming::Missing, OverlapPolicy::Bsd, 0, &mut b);
+        a.discard_from(5, &mut b);
+        assert_eq!(
+            a.ranges(),
+            vec![
+                (0, 5, true),
+                (5, 10, false),
+                (20, 30, false),
+                (30, 35, false)
+            ]
+        );
+        assert_eq!((b.used(), a.data_bytes(), a.discarded_bytes()), (5, 5, 15));
+        a.truncate_from(25, &mut b);
+        assert_eq!(a.discarded_bytes(), 10);
+        a.clear(&mut b);
+        assert_eq!((b.used(), a.discarded_bytes()), (0, 0));
     }
 }
