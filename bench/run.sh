@@ -5,10 +5,13 @@
 #
 #   bench/run.sh [--quick] [--plot] [--runs N]
 #
+# Also measures peak memory per idle TCP connection (1,000,000 and 200,000
+# idle connections; 200,000 with --quick).
 # Results: bench/results/latest.json (and latest.png with --plot).
 # Environment: CARGO_TARGET_DIR (cargo's), BENCH_WORK (where generated traces
 # and per-run scratch go; default /dev/shm/streamcap-bench when writable),
-# BENCH_PACKETS (generated trace size), BENCH_CORPUS (default ../shared/corpus).
+# BENCH_PACKETS (generated trace size), BENCH_CORPUS (default ../shared/corpus),
+# BENCH_IDLE_CONNS (comma-separated idle-connection counts; empty: skip).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -20,7 +23,7 @@ while [ $# -gt 0 ]; do
     --plot) PLOT=1 ;;
     --runs) RUNS="${2:?--runs needs a number}"; shift ;;
     --runs=*) RUNS="${1#--runs=}" ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -29,6 +32,7 @@ if [ -z "$RUNS" ]; then
   if [ "$QUICK" = 1 ]; then RUNS=1; else RUNS=5; fi
 fi
 PACKETS="${BENCH_PACKETS:-$([ "$QUICK" = 1 ] && echo 300000 || echo 2000000)}"
+IDLE_CONNS="${BENCH_IDLE_CONNS-$([ "$QUICK" = 1 ] && echo 200000 || echo 200000,1000000)}"
 say() { echo "bench: $*" >&2; }
 
 # 1. Dependencies: install what we can when root, else carry on and skip.
@@ -44,21 +48,35 @@ cargo build --release -q -p streamcap-cli -p streamcap-gen -p streamcap-bench
 BIN="$TARGET/release"
 
 # 3. Build the C peers (each skipped when its libraries are missing).
+# build_peer NAME "LIBS" ["LIBS"...]: tries each library list in turn. The
+# log ($PEERS/NAME.log) keeps every failed attempt; the runner quotes its
+# first error in the "skipped:" line when the peer is missing.
 PEERS="$TARGET/bench-peers"
 mkdir -p "$PEERS"
 build_peer() {
   local name="$1"; shift
-  rm -f "$PEERS/$name"
-  if cc -O2 -Wall -o "$PEERS/$name" "bench/peers/$name.c" "$@" 2>"$PEERS/$name.log"; then
-    say "built peer $name"
-  else
-    say "skipping peer $name: build failed (see $PEERS/$name.log; needs cc and the -dev packages)"
-  fi
+  local log="$PEERS/$name.log" libs
+  rm -f "$PEERS/$name" "$log"
+  for libs in "$@"; do
+    echo "== cc -O2 -Wall -o $PEERS/$name bench/peers/$name.c $libs" >>"$log"
+    # $libs is a word list on purpose.
+    # shellcheck disable=SC2086
+    if cc -O2 -Wall -o "$PEERS/$name" "bench/peers/$name.c" $libs 2>>"$log"; then
+      say "built peer $name ($libs)"
+      return 0
+    fi
+  done
+  say "SKIPPING PEER $name: build failed with every library list (see $log; needs cc and libnids-dev/libpcap-dev)"
+  sed -n '/error\|cannot find\|not found/{p;q}' "$log" | sed 's/^/bench:   /' >&2
 }
-NIDS_LIBS=(-lnids -lpcap -lnet -lgthread-2.0 -lglib-2.0 -lpthread)
-build_peer nids_streams "${NIDS_LIBS[@]}"
-build_peer nids_flows "${NIDS_LIBS[@]}"
-build_peer pcap_flows -lpcap
+# Debian's libnids.so is linked against libpcap, libnet and glib itself, so
+# -lnids -lpcap is enough (libnids-dev does not pull libnet1-dev or
+# libglib2.0-dev); the long list is for a static libnids.a only.
+NIDS_SHORT="-lnids -lpcap"
+NIDS_LONG="-lnids -lpcap -lnet -lgthread-2.0 -lglib-2.0 -lpthread"
+build_peer nids_streams "$NIDS_SHORT" "$NIDS_LONG"
+build_peer nids_flows "$NIDS_SHORT" "$NIDS_LONG"
+build_peer pcap_flows "-lpcap"
 
 # 4. Workloads.
 if [ -z "${BENCH_WORK:-}" ]; then
@@ -94,4 +112,5 @@ mkdir -p bench/results
 ARGS=(run --streamcap "$BIN/streamcap" --peers "$PEERS" --runs "$RUNS"
       --json bench/results/latest.json --tmp "$BENCH_WORK/scratch")
 [ "$PLOT" = 1 ] && ARGS+=(--png bench/results/latest.png)
+[ -n "$IDLE_CONNS" ] && ARGS+=(--idle-conns "$IDLE_CONNS")
 "$BIN/streamcap-bench" "${ARGS[@]}" "${WORKLOADS[@]}"

@@ -8,6 +8,11 @@
 #
 # `scripts/install-deps.sh --bench` also installs what bench/run.sh uses:
 #   gcc, libc6-dev, libnids-dev, libpcap-dev  - to build the C peers in bench/peers
+#       (libnids-dev depends only on libnids1.21 and libc6-dev; libnids1.21
+#       brings the runtime libpcap0.8, libnet1 and libglib2.0-0. That is all
+#       the peers need: they link the shared libnids.so with -lnids -lpcap.
+#       libnet1-dev and libglib2.0-dev would only be needed for the static
+#       libnids.a, which run.sh tries second.)
 #   softflowd, nfdump                         - NetFlow exporter peer and its collector (nfcapd)
 #   time                                      - /usr/bin/time: CPU seconds and peak RSS of each run
 #   fonts-dejavu-core                         - labels of the --plot chart

@@ -3,14 +3,18 @@
 //!
 //! ```text
 //! streamcap-bench gen -o FILE --packets N [--concurrency C]
+//! streamcap-bench conns -o FILE --connections N
 //! streamcap-bench run --streamcap BIN [--peers DIR] [--runs N] [--json FILE]
-//!                     [--png FILE] [--tmp DIR] [--slow-limit SECS] NAME=FILE...
+//!                     [--png FILE] [--tmp DIR] [--slow-limit SECS]
+//!                     [--idle-conns N,N...] [--idle-baseline N] [NAME=FILE...]
 //! ```
 //!
 //! `bench/run.sh` drives it; see `bench/README.md`.
 
 mod capinfo;
+mod conns;
 mod gen;
+mod idle;
 mod plot;
 mod runner;
 
@@ -22,14 +26,22 @@ usage:
   streamcap-bench gen -o FILE --packets N [--concurrency C]
       fallback workload: copies of the generator's sample capture with
       distinct addresses, interleaved in time (about C copies at once)
+  streamcap-bench conns -o FILE --connections N
+      N TCP connections that complete a handshake and stay open, idle,
+      to the end of the file (3 packets each, 1 packet per microsecond)
   streamcap-bench run --streamcap BIN [--peers DIR] [--runs N] [--json FILE]
-                      [--png FILE] [--tmp DIR] [--slow-limit SECS] NAME=FILE...
-      runs every streamcap mode and every available peer on each workload";
+                      [--png FILE] [--tmp DIR] [--slow-limit SECS]
+                      [--idle-conns N,N...] [--idle-baseline N] [NAME=FILE...]
+      runs every streamcap mode and every available peer on each workload;
+      --idle-conns also measures peak memory per idle TCP connection
+      (streamcap flows and the libnids peers on `conns` files of N
+      connections in --tmp, against --idle-baseline connections, default 1000)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let res = match args.first().map(String::as_str) {
         Some("gen") => cmd_gen(&args[1..]),
+        Some("conns") => cmd_conns(&args[1..]),
         Some("run") => runner::cmd_run(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
@@ -67,6 +79,35 @@ fn cmd_gen(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("writing {}: {e}", out.display()))?;
     eprintln!(
         "streamcap-bench: wrote {} ({n} packets, {copies} copies of the sample capture)",
+        out.display()
+    );
+    Ok(())
+}
+
+fn cmd_conns(args: &[String]) -> Result<(), String> {
+    let mut out = None;
+    let mut n = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "-o" => out = Some(PathBuf::from(val()?)),
+            "--connections" => {
+                n = Some(
+                    val()?
+                        .parse::<u64>()
+                        .map_err(|e| format!("--connections: {e}"))?,
+                )
+            }
+            other => return Err(format!("unexpected argument {other}")),
+        }
+    }
+    let out = out.ok_or("missing -o FILE")?;
+    let n = n.ok_or("missing --connections N")?;
+    let packets =
+        conns::write_conns(&out, n).map_err(|e| format!("writing {}: {e}", out.display()))?;
+    eprintln!(
+        "streamcap-bench: wrote {} ({n} idle connections, {packets} packets)",
         out.display()
     );
     Ok(())

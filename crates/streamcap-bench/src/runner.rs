@@ -82,6 +82,9 @@ struct Report {
     runs: usize,
     workloads: Vec<Workload>,
     skipped: Vec<Skipped>,
+    /// Peak memory per tracked idle TCP connection (`--idle-conns`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    idle_connections: Option<crate::idle::IdleReport>,
 }
 
 #[derive(Serialize)]
@@ -101,6 +104,10 @@ struct Opts {
     tmp: PathBuf,
     slow_limit: f64,
     workloads: Vec<(String, PathBuf)>,
+    /// Sizes of the idle-connection measurement (empty: not run).
+    idle: Vec<u64>,
+    /// Connections in the idle measurement's baseline file.
+    idle_baseline: u64,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -113,6 +120,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         tmp: PathBuf::from("/dev/shm/streamcap-bench"),
         slow_limit: 90.0,
         workloads: Vec::new(),
+        idle: Vec::new(),
+        idle_baseline: 1000,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -127,6 +136,20 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--slow-limit" => {
                 o.slow_limit = val()?.parse().map_err(|e| format!("--slow-limit: {e}"))?
             }
+            "--idle-conns" => {
+                for n in val()?.split(',').filter(|n| !n.is_empty()) {
+                    o.idle.push(
+                        n.trim()
+                            .parse()
+                            .map_err(|e| format!("--idle-conns {n}: {e}"))?,
+                    );
+                }
+            }
+            "--idle-baseline" => {
+                o.idle_baseline = val()?
+                    .parse()
+                    .map_err(|e| format!("--idle-baseline: {e}"))?
+            }
             w if w.contains('=') && !w.starts_with('-') => {
                 let (n, f) = w.split_once('=').unwrap_or_default();
                 o.workloads.push((n.to_string(), PathBuf::from(f)));
@@ -137,8 +160,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     if o.streamcap.as_os_str().is_empty() {
         return Err("missing --streamcap BIN".into());
     }
-    if o.workloads.is_empty() {
-        return Err("no workload (NAME=FILE)".into());
+    if o.workloads.is_empty() && o.idle.is_empty() {
+        return Err("no workload (NAME=FILE) and no --idle-conns".into());
     }
     o.runs = o.runs.max(1);
     Ok(o)
@@ -240,10 +263,7 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
         } else {
             skipped.push(Skipped {
                 tool: name.into(),
-                reason: format!(
-                    "{} not built (cc or libnids-dev/libpcap-dev missing?)",
-                    p.display()
-                ),
+                reason: peer_missing_reason(o.peers.as_deref(), name),
             });
         }
     }
@@ -311,6 +331,27 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
         }),
     }
     (t, skipped)
+}
+
+/// Why peer `name` is not in `peers`: the first error of its build log
+/// (bench/run.sh leaves `DIR/NAME.log`) when there is one.
+fn peer_missing_reason(peers: Option<&Path>, name: &str) -> String {
+    let Some(dir) = peers else {
+        return "no --peers directory given".into();
+    };
+    let log = dir.join(format!("{name}.log"));
+    let text = fs::read_to_string(&log).unwrap_or_default();
+    let first_error = text
+        .lines()
+        .find(|l| l.contains("error") || l.contains("cannot find") || l.contains("not found"))
+        .or_else(|| text.lines().rev().find(|l| !l.trim().is_empty()));
+    match first_error {
+        Some(e) => format!("build failed: {} (see {})", e.trim(), log.display()),
+        None => format!(
+            "{} not built (cc or libnids-dev/libpcap-dev missing?)",
+            dir.join(name).display()
+        ),
+    }
 }
 
 /// nfcapd collector for one softflowd run.
@@ -397,14 +438,15 @@ fn stop_nfcapd(mut c: Collector) -> Option<u64> {
     n
 }
 
-fn parse_kv(text: &str, key: &str) -> Option<u64> {
+/// The number after `key=` in `text` (the C peers' `streams=N` output).
+pub(crate) fn parse_kv(text: &str, key: &str) -> Option<u64> {
     text.split_whitespace()
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
 }
 
 /// Parses GNU time's `-f "%e %U %S %M"` output (the last line; an earlier
 /// line may say the command exited non-zero).
-fn parse_time(text: &str) -> Option<(f64, f64, f64, u64)> {
+pub(crate) fn parse_time(text: &str) -> Option<(f64, f64, f64, u64)> {
     let l = text.lines().rev().find(|l| !l.trim().is_empty())?;
     let v: Vec<&str> = l.split_whitespace().collect();
     if v.len() != 4 {
@@ -669,13 +711,51 @@ pub fn cmd_run(args: &[String]) -> Result<(), String> {
             results,
         };
         print_table(&w);
+        let suffix = format!(" ({name})");
+        print_skipped(
+            skipped
+                .iter()
+                .filter(|s| !s.tool.ends_with(')') || s.tool.ends_with(&suffix)),
+        );
         workloads.push(w);
     }
+    let idle_connections = if o.idle.is_empty() {
+        None
+    } else {
+        let peers = o.peers.as_deref();
+        match crate::idle::run(
+            &o.streamcap,
+            peers,
+            &o.idle,
+            o.idle_baseline,
+            &o.tmp.join("idle"),
+            gnu_time.as_deref(),
+        ) {
+            Ok(r) => {
+                crate::idle::print(&r);
+                print_skipped(
+                    skipped
+                        .iter()
+                        .filter(|s| s.tool == "nids_streams" || s.tool == "nids_flows"),
+                );
+                Some(r)
+            }
+            Err(e) => {
+                eprintln!("streamcap-bench: idle-connection measurement failed: {e}");
+                skipped.push(Skipped {
+                    tool: "idle connections".into(),
+                    reason: e,
+                });
+                None
+            }
+        }
+    };
     let report = Report {
         machine: machine(),
         runs: o.runs,
         workloads,
         skipped,
+        idle_connections,
     };
     if let Some(j) = &o.json {
         if let Some(d) = j.parent() {
@@ -693,6 +773,18 @@ pub fn cmd_run(args: &[String]) -> Result<(), String> {
     }
     let _ = fs::remove_dir_all(&o.tmp);
     Ok(())
+}
+
+/// Prints one `skipped: TOOL: reason` line per skipped tool, under a table.
+fn print_skipped<'a>(s: impl Iterator<Item = &'a Skipped>) {
+    let mut any = false;
+    for s in s {
+        println!("skipped: {}: {}", s.tool, s.reason);
+        any = true;
+    }
+    if any {
+        println!();
+    }
 }
 
 fn fmt_ratio(r: Option<f64>) -> String {
