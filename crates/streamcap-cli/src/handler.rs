@@ -12,12 +12,14 @@ use std::rc::Rc;
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
 use streamcap::flow::Direction;
 
-/// Per-direction state (the engine's per-stream user state).
+/// Per-direction state (the engine's per-stream user state). It lives inline
+/// in every tracked connection, so it is kept to two pointers: the hasher
+/// (112 bytes) is boxed at the first delivered byte.
 #[derive(Default)]
 pub struct DirState {
-    hasher: Option<Sha256>,
+    hasher: Option<Box<Sha256>>,
     /// The file this direction's bytes go to (`streams -w`).
-    file: Option<String>,
+    file: Option<Box<str>>,
 }
 
 /// Why the run must stop early: the first output error.
@@ -113,7 +115,7 @@ impl CliHandler {
         let offset = c.offset + c.new_from as u64;
         let mut file = match s.state().file.clone() {
             Some(name) => {
-                let p = dir.join(&name);
+                let p = dir.join(&*name);
                 OpenOptions::new()
                     .write(true)
                     .open(&p)
@@ -124,12 +126,13 @@ impl CliHandler {
                 let (dst, dport) = s.dst();
                 let base = tcpflow::flow_name(src, sport, dst, dport, s.key().vlan());
                 let (name, f) = create_unique(dir, &base)?;
-                s.state().file = Some(name);
+                s.state().file = Some(name.into_boxed_str());
                 self.files += 1;
                 f
             }
         };
         let name = s.state().file.clone().unwrap_or_default();
+        let name = &*name;
         let res = file
             .seek(SeekFrom::Start(offset))
             .and_then(|_| file.write_all(data));
@@ -165,7 +168,7 @@ impl Handler for CliHandler {
         if self.digest {
             s.state()
                 .hasher
-                .get_or_insert_with(Sha256::new)
+                .get_or_insert_with(|| Box::new(Sha256::new()))
                 .update(data);
         }
         if let Some(dir) = self.dir.clone() {
@@ -188,12 +191,12 @@ impl Handler for CliHandler {
         for dir in [Direction::Orig, Direction::Resp] {
             let st = fe.state(dir);
             let sha = if self.digest {
-                let h = st.hasher.take().unwrap_or_default();
+                let h = st.hasher.take().map_or_else(Sha256::new, |h| *h);
                 Some(hex::encode(h.finalize()))
             } else {
                 None
             };
-            let file = self.dir.as_ref().map(|_| st.file.take());
+            let file = self.dir.as_ref().map(|_| st.file.take().map(String::from));
             let d = match dir {
                 Direction::Orig => &mut r.orig,
                 Direction::Resp => &mut r.resp,

@@ -509,6 +509,13 @@ fn summary(
         "  streams      {}: {} stream bytes = captured {} + discarded {} + dropped {} + missing {}",
         s.streams, t.stream_bytes, t.captured, t.discarded, t.dropped, t.missing
     );
+    let _ = writeln!(
+        e,
+        "  memory       stream data peak {}B of the {}B budget, {} refusals (budget full)",
+        human(s.memory_peak as f64),
+        human(s.memory_limit as f64),
+        s.memory_refusals
+    );
     if h.files > 0 {
         let _ = writeln!(
             e,
