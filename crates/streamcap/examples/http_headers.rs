@@ -1,7 +1,6 @@
 //! Keep-chunk (Scap VII-D, HTTP parsing): keep each chunk until the request
 //! header is complete, print the request line, then discard the stream.
-//!
-//! `cargo run --example http_headers -- trace.pcap`
+//! Run: `cargo run --example http_headers -- trace.pcap`
 use streamcap::{deliver::Callbacks, flow::Direction, Capture};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,10 +21,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             None => s.discard(),
         }
     };
-    let cap = Capture::builder()
-        .chunk_size(512)
-        .flush_timeout(0.1)
-        .build();
-    cap.run_file(path, Callbacks::<()>::new().on_data(on_data))?;
+    let cap = Capture::builder().chunk_size(512).flush_timeout(0.1);
+    cap.build()
+        .run_file(path, Callbacks::<()>::new().on_data(on_data))?;
     Ok(())
 }

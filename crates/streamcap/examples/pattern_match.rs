@@ -1,8 +1,7 @@
 //! Data callback (Scap VII-B, NIDS): search every stream for a pattern; the
 //! chunk overlap finds matches that span chunk boundaries; a stream is
 //! discarded after its first match.
-//!
-//! `cargo run --example pattern_match -- trace.pcap "User-Agent"`
+//! Run: `cargo run --example pattern_match -- trace.pcap "User-Agent"`
 use streamcap::{deliver::Callbacks, Capture};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
