@@ -1,0 +1,74 @@
+//! Shared by the engine targets: a configuration drawn from the input, and a
+//! handler that checks what the engine delivers against its own statistics.
+use std::cell::RefCell;
+use std::rc::Rc;
+use streamcap::deliver::{Callbacks, Chunk, Stream};
+use streamcap::{Config, OverlapPolicy, ReassemblyMode};
+
+/// A small configuration (tight limits, so they are exercised) chosen by `sel`.
+pub fn config(sel: u8) -> Config {
+    Config {
+        memory_size: [1 << 10, 64 << 10, 16 << 20][usize::from(sel % 3)],
+        mode: if sel & 4 == 0 {
+            ReassemblyMode::Fast
+        } else {
+            ReassemblyMode::Strict
+        },
+        policy: OverlapPolicy::ALL[usize::from(sel >> 3) % OverlapPolicy::ALL.len()],
+        cutoff: [None, Some(0), Some(100)][usize::from(sel >> 6) % 3],
+        chunk_size: 64,
+        overlap: 8,
+        need_packets: sel & 0x20 != 0,
+        max_flows: 16,
+        max_ooo_segments: 8,
+        max_ooo_bytes: 4096,
+        ..Config::default()
+    }
+}
+
+/// What the handler saw, per direction, keyed by connection id and direction.
+#[derive(Default)]
+pub struct Seen {
+    /// (conn id, orig?) -> (next stream offset expected, new bytes delivered).
+    pub next: std::collections::HashMap<(u64, bool), (u64, u64)>,
+}
+
+/// Callbacks that check every chunk continues where the last one ended (or
+/// after a reported gap) and every closed stream's counters add up.
+pub fn checking_callbacks() -> (Callbacks<()>, Rc<RefCell<Seen>>) {
+    let seen = Rc::new(RefCell::new(Seen::default()));
+    let s1 = seen.clone();
+    let cb = Callbacks::<()>::new()
+        .on_data(move |s: &mut Stream<'_, ()>, c: &Chunk<'_>| {
+            let info = s.info();
+            let key = (
+                info.conn_id,
+                info.direction == streamcap::flow::Direction::Orig,
+            );
+            let new_at = c.offset + c.new_from as u64;
+            let mut seen = s1.borrow_mut();
+            let (next, got) = seen.next.entry(key).or_insert((0, 0));
+            if c.reason != streamcap::deliver::DataReason::Packet {
+                match c.gap {
+                    // Without a gap report the new bytes continue the stream.
+                    None => assert_eq!(new_at, *next, "chunk does not continue the stream"),
+                    Some(g) => {
+                        assert_eq!(
+                            g.offset + g.len,
+                            new_at,
+                            "gap does not end at the new bytes"
+                        );
+                        assert!(g.offset >= *next, "gap overlaps delivered bytes");
+                    }
+                }
+            }
+            assert!(c.new_from <= c.data.len());
+            *next = new_at + c.new_data().len() as u64;
+            *got += c.new_data().len() as u64;
+        })
+        .on_close(|s: &mut Stream<'_, ()>| {
+            let c = &s.info().counters;
+            assert!(c.invariant_holds(), "stream counters do not add up: {c:?}");
+        });
+    (cb, seen)
+}
