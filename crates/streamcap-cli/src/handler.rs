@@ -13,13 +13,28 @@ use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
 use streamcap::flow::Direction;
 
 /// Per-direction state (the engine's per-stream user state). It lives inline
-/// in every tracked connection, so it is kept to two pointers: the hasher
-/// (112 bytes) is boxed at the first delivered byte.
+/// in every tracked connection, so it is kept to one pointer: what it holds
+/// is boxed at the first delivered byte.
 #[derive(Default)]
 pub struct DirState {
-    hasher: Option<Box<Sha256>>,
+    extra: Option<Box<DirExtra>>,
+}
+
+/// What a direction that has delivered bytes needs.
+#[derive(Default)]
+struct DirExtra {
+    hasher: Option<Sha256>,
     /// The file this direction's bytes go to (`streams -w`).
     file: Option<Box<str>>,
+}
+
+impl DirState {
+    fn extra(&mut self) -> &mut DirExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+    fn file(&self) -> Option<Box<str>> {
+        self.extra.as_ref().and_then(|x| x.file.clone())
+    }
 }
 
 /// Why the run must stop early: the first output error.
@@ -113,7 +128,7 @@ impl CliHandler {
             return Ok(());
         }
         let offset = c.offset + c.new_from as u64;
-        let mut file = match s.state().file.clone() {
+        let mut file = match s.state().file() {
             Some(name) => {
                 let p = dir.join(&*name);
                 OpenOptions::new()
@@ -126,12 +141,12 @@ impl CliHandler {
                 let (dst, dport) = s.dst();
                 let base = tcpflow::flow_name(src, sport, dst, dport, s.key().vlan());
                 let (name, f) = create_unique(dir, &base)?;
-                s.state().file = Some(name.into_boxed_str());
+                s.state().extra().file = Some(name.into_boxed_str());
                 self.files += 1;
                 f
             }
         };
-        let name = s.state().file.clone().unwrap_or_default();
+        let name = s.state().file().unwrap_or_default();
         let name = &*name;
         let res = file
             .seek(SeekFrom::Start(offset))
@@ -167,8 +182,9 @@ impl Handler for CliHandler {
         self.delivered += data.len() as u64;
         if self.digest {
             s.state()
+                .extra()
                 .hasher
-                .get_or_insert_with(|| Box::new(Sha256::new()))
+                .get_or_insert_with(Sha256::new)
                 .update(data);
         }
         if let Some(dir) = self.dir.clone() {
@@ -189,14 +205,14 @@ impl Handler for CliHandler {
         }
         let mut r = FlowRecord::from_flow(fe);
         for dir in [Direction::Orig, Direction::Resp] {
-            let st = fe.state(dir);
+            let extra = fe.state(dir).extra.take().map(|x| *x).unwrap_or_default();
             let sha = if self.digest {
-                let h = st.hasher.take().map_or_else(Sha256::new, |h| *h);
+                let h = extra.hasher.unwrap_or_default();
                 Some(hex::encode(h.finalize()))
             } else {
                 None
             };
-            let file = self.dir.as_ref().map(|_| st.file.take().map(String::from));
+            let file = self.dir.as_ref().map(|_| extra.file.map(String::from));
             let d = match dir {
                 Direction::Orig => &mut r.orig,
                 Direction::Resp => &mut r.resp,

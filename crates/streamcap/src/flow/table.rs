@@ -42,19 +42,19 @@ struct Entry<T> {
     value: T,
 }
 
-/// An entry's place on its list, kept apart from the entry itself.
+/// An entry's place on its list, kept apart from the entry itself (16
+/// bytes: which list it is on is not stored, an entry at a list's end is
+/// found among the four lists' heads and tails).
 #[derive(Copy, Clone)]
 struct Link {
     prev: u32,
     next: u32,
-    list: ListId,
     last_seen: Timestamp,
 }
 
 const UNLINKED: Link = Link {
     prev: NIL,
     next: NIL,
-    list: ListId::Other,
     last_seen: Timestamp::ZERO,
 };
 
@@ -160,7 +160,7 @@ impl<T> FlowTable<T> {
         if link.last_seen < now {
             link.last_seen = now;
         }
-        if link.list == list && self.lists[list as usize].tail == idx {
+        if self.lists[list as usize].tail == idx {
             return; // already last: nothing moves
         }
         self.unlink(idx);
@@ -231,23 +231,22 @@ impl<T> FlowTable<T> {
         let e = &mut self.links[idx as usize];
         e.prev = old_tail;
         e.next = NIL;
-        e.list = list;
     }
 
     fn unlink(&mut self, idx: u32) {
         let Some(e) = self.links.get(idx as usize) else {
             return;
         };
-        let (prev, next, list) = (e.prev, e.next, e.list as usize);
+        let (prev, next) = (e.prev, e.next);
         if prev != NIL {
             self.links[prev as usize].next = next;
-        } else {
-            self.lists[list].head = next;
+        } else if let Some(l) = self.lists.iter_mut().find(|l| l.head == idx) {
+            l.head = next;
         }
         if next != NIL {
             self.links[next as usize].prev = prev;
-        } else {
-            self.lists[list].tail = prev;
+        } else if let Some(l) = self.lists.iter_mut().find(|l| l.tail == idx) {
+            l.tail = prev;
         }
     }
 }
