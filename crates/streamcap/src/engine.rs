@@ -350,20 +350,6 @@ struct Conn<S> {
 }
 
 impl<S> Conn<S> {
-    /// Starts loading both directions' extensions, which a packet with
-    /// payload or an acknowledgment reads: the loads are independent, so
-    /// their cache misses overlap instead of following one another.
-    #[inline(always)]
-    fn warm(&self) {
-        for d in &self.dirs {
-            if let Some(e) = d.ext.as_deref() {
-                let p = (e as *const Ext).cast::<u8>();
-                for line in 0..std::mem::size_of::<Ext>().div_ceil(64) {
-                    prefetch(p.wrapping_add(64 * line));
-                }
-            }
-        }
-    }
     /// Time of the connection's first packet.
     fn first(&self) -> Timestamp {
         self.dirs[self.first_side.index()].start
@@ -372,21 +358,6 @@ impl<S> Conn<S> {
     fn last(&self) -> Timestamp {
         self.dirs[0].end.max(self.dirs[1].end)
     }
-}
-
-/// Asks the CPU to start loading the cache line at `p`: a hint with no
-/// effect on results.
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    #[allow(unsafe_code)]
-    // SAFETY: `prefetcht0` never faults and reads nothing architecturally,
-    // whatever the address; SSE is part of the x86_64 baseline.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 fn pair<S>(dirs: &mut [DirState<S>; 2], side: Side) -> (&mut DirState<S>, &mut DirState<S>) {
@@ -1237,9 +1208,6 @@ impl<H: Handler> Worker<H> {
             Some(i) => i,
             None => self.create_conn(key, side, kind),
         };
-        if let Some(c) = self.table.get(idx) {
-            c.warm();
-        }
         self.begin_packet(idx, side, ip_len, ts);
         if wire > 0 {
             if let Some(c) = self.table.get_mut(idx) {
@@ -1323,9 +1291,6 @@ impl<H: Handler> Worker<H> {
                 self.create_conn(key, orig, Kind::Tcp)
             }
         };
-        if let Some(c) = self.table.get(idx) {
-            c.warm();
-        }
         self.begin_packet(idx, side, ip_len, ts);
         let wire = u64::from(seg.payload_wire_len);
         let Some((key, conn)) = self.table.entry_mut(idx) else {
