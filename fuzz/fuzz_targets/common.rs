@@ -3,7 +3,36 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use streamcap::deliver::{Callbacks, Chunk, Stream};
-use streamcap::{Config, OverlapPolicy, ReassemblyMode};
+use streamcap::engine::Worker;
+use streamcap::{
+    Config, GlobalStats, LinkType, OverlapPolicy, RawPacket, ReassemblyMode, Timestamp,
+};
+
+/// The worker the engine targets drive.
+pub type FuzzWorker = Worker<Callbacks<()>>;
+
+/// Feeds one Ethernet frame captured at `ts_ns`, `orig_len` bytes on the wire.
+pub fn feed(w: &mut FuzzWorker, ts_ns: u64, frame: &[u8], orig_len: u32, record: u64) {
+    w.process(&RawPacket {
+        ts: Timestamp(ts_ns),
+        link: LinkType::ETHERNET,
+        data: frame,
+        orig_len,
+        record,
+        interface: 0,
+    });
+}
+
+/// Ends the run and checks the global counters add up.
+pub fn finish(w: &mut FuzzWorker) -> GlobalStats {
+    let stats = w.finish();
+    assert!(
+        stats.totals.invariant_holds(),
+        "global counters: {:?}",
+        stats.totals
+    );
+    stats
+}
 
 /// A small configuration (tight limits, so they are exercised) chosen by `sel`.
 pub fn config(sel: u8) -> Config {

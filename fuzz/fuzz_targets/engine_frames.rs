@@ -4,7 +4,6 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use streamcap::engine::Worker;
-use streamcap::{LinkType, RawPacket, Timestamp};
 
 #[path = "common.rs"]
 mod common;
@@ -26,19 +25,8 @@ fuzz_target!(|data: &[u8]| {
         rest = &rest[frame.len()..];
         ts += step * step * 1_000_000;
         record += 1;
-        w.process(&RawPacket {
-            ts: Timestamp(ts),
-            link: LinkType::ETHERNET,
-            data: frame,
-            orig_len: frame.len() as u32 + u32::from(step as u8 & 3),
-            record,
-            interface: 0,
-        });
+        let orig_len = frame.len() as u32 + u32::from(step as u8 & 3);
+        common::feed(&mut w, ts, frame, orig_len, record);
     }
-    let stats = w.finish();
-    assert!(
-        stats.totals.invariant_holds(),
-        "global counters: {:?}",
-        stats.totals
-    );
+    common::finish(&mut w);
 });

@@ -6,7 +6,6 @@
 use etherparse::PacketBuilder;
 use libfuzzer_sys::fuzz_target;
 use streamcap::engine::Worker;
-use streamcap::{LinkType, RawPacket, Timestamp};
 
 #[path = "common.rs"]
 mod common;
@@ -59,21 +58,15 @@ fuzz_target!(|data: &[u8]| {
             continue;
         }
         n += 1;
-        w.process(&RawPacket {
-            ts: Timestamp(1_000_000_000 + n * 1_000),
-            link: LinkType::ETHERNET,
-            data: &frame,
-            orig_len: frame.len() as u32,
-            record: n,
-            interface: 0,
-        });
+        common::feed(
+            &mut w,
+            1_000_000_000 + n * 1_000,
+            &frame,
+            frame.len() as u32,
+            n,
+        );
     }
-    let stats = w.finish();
-    assert!(
-        stats.totals.invariant_holds(),
-        "global counters: {:?}",
-        stats.totals
-    );
+    let stats = common::finish(&mut w);
     let delivered: u64 = seen.borrow().next.values().map(|(_, got)| got).sum();
     assert!(
         delivered <= stats.totals.captured,

@@ -22,7 +22,6 @@
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -115,23 +114,7 @@ fn measure(argv: &[String], tmp: &Path, gnu_time: Option<&Path>) -> Result<Measu
     let out_path = tmp.join("idle-stdout");
     let err_path = tmp.join("idle-stderr");
     let _ = fs::remove_file(&time_path);
-    let mut cmd = match gnu_time {
-        Some(gt) => {
-            let mut c = Command::new(gt);
-            c.args(["-f", "%e %U %S %M", "-o"])
-                .arg(&time_path)
-                .args(argv);
-            c
-        }
-        None => {
-            let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]);
-            c
-        }
-    };
-    cmd.stdin(Stdio::null())
-        .stdout(fs::File::create(&out_path).map_err(|e| format!("{}: {e}", out_path.display()))?)
-        .stderr(fs::File::create(&err_path).map_err(|e| format!("{}: {e}", err_path.display()))?);
+    let mut cmd = crate::runner::timed_command(argv, gnu_time, &time_path, &out_path, &err_path)?;
     let start = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", argv[0]))?;
     let mut target = if gnu_time.is_some() {

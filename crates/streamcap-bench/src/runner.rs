@@ -460,6 +460,37 @@ pub(crate) fn parse_time(text: &str) -> Option<(f64, f64, f64, u64)> {
     ))
 }
 
+/// `argv` under GNU time (`-f "%e %U %S %M"` written to `time_path`, read
+/// back with [`parse_time`]) when it is installed, else as is; no input,
+/// stdout and stderr to the given files.
+pub(crate) fn timed_command(
+    argv: &[String],
+    gnu_time: Option<&Path>,
+    time_path: &Path,
+    stdout_path: &Path,
+    stderr_path: &Path,
+) -> Result<Command, String> {
+    let mut cmd = match gnu_time {
+        Some(gt) => {
+            let mut c = Command::new(gt);
+            c.args(["-f", "%e %U %S %M", "-o"])
+                .arg(time_path)
+                .args(argv);
+            c
+        }
+        None => {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+    };
+    let create = |p: &Path| fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()));
+    cmd.stdin(Stdio::null())
+        .stdout(create(stdout_path)?)
+        .stderr(create(stderr_path)?);
+    Ok(cmd)
+}
+
 fn run_once(
     t: &Tool,
     file: &Path,
@@ -490,23 +521,7 @@ fn run_once(
     let stderr_path = tmp.join("stderr");
     let time_path = tmp.join("time");
     let _ = fs::remove_file(&time_path);
-    let mut cmd = match gnu_time {
-        Some(gt) => {
-            let mut c = Command::new(gt);
-            c.args(["-f", "%e %U %S %M", "-o"])
-                .arg(&time_path)
-                .args(&argv);
-            c
-        }
-        None => {
-            let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]);
-            c
-        }
-    };
-    cmd.stdin(Stdio::null())
-        .stdout(fs::File::create(&stdout_path).map_err(|e| e.to_string())?)
-        .stderr(fs::File::create(&stderr_path).map_err(|e| e.to_string())?);
+    let mut cmd = timed_command(&argv, gnu_time, &time_path, &stdout_path, &stderr_path)?;
     let start = Instant::now();
     let status = cmd.status().map_err(|e| format!("{}: {e}", argv[0]));
     let wall = start.elapsed().as_secs_f64();

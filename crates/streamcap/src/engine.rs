@@ -1041,13 +1041,13 @@ impl<H: Handler> Worker<H> {
                 .process(self.now, key, frag, net.payload, net.payload_wire_len)
             {
                 DefragOutcome::Pending => {}
-                DefragOutcome::Complete(bytes) => {
+                DefragOutcome::Complete(bytes, wire) => {
                     let mut scratch = std::mem::take(&mut self.scratch);
                     scratch.clear();
                     scratch.extend_from_slice(bytes);
                     let header = net.ip_len.saturating_sub(net.payload_wire_len);
                     let ip_len = header + scratch.len() as u32;
-                    self.frag_wire = Some(self.defrag.completed_wire());
+                    self.frag_wire = Some(wire);
                     self.handle_ip(&net, &scratch, scratch.len() as u32, ip_len, pkt.ts);
                     self.frag_wire = None;
                     self.scratch = scratch;

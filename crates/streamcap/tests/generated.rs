@@ -105,6 +105,15 @@ fn check(t: &FlowTruth, f: &Flow, ctx: &str) {
     assert_eq!(f.end, end, "{ctx} end");
 }
 
+/// The IP protocol number of a generator truth's transport (TCP or UDP).
+fn ip_proto(p: &impl std::fmt::Debug) -> u8 {
+    if format!("{p:?}").eq_ignore_ascii_case("tcp") {
+        6
+    } else {
+        17
+    }
+}
+
 #[test]
 fn sample_matches_ground_truth_for_every_seed_policy_and_mode() {
     let mut checked = 0;
@@ -124,11 +133,7 @@ fn sample_matches_ground_truth_for_every_seed_policy_and_mode() {
                 );
                 assert_eq!(flows.len(), truth.len(), "seed {seed}: flow count");
                 for t in &truth {
-                    let proto = if format!("{:?}", t.proto).eq_ignore_ascii_case("tcp") {
-                        6
-                    } else {
-                        17
-                    };
+                    let proto = ip_proto(&t.proto);
                     let f = flows
                         .iter()
                         .find(|f| {
@@ -201,11 +206,7 @@ fn campus_trace_matches_ground_truth() {
         );
         let (mut digests, mut lossy) = (0, 0);
         for t in &truth {
-            let proto = if format!("{:?}", t.proto).eq_ignore_ascii_case("tcp") {
-                6
-            } else {
-                17
-            };
+            let proto = ip_proto(&t.proto);
             // When the client's packets were all lost, the server is the initiator.
             let f = flows
                 .iter()

@@ -192,9 +192,10 @@ pub enum DefragOutcome<'a> {
     /// [`DefragStats`]).
     Pending,
     /// The datagram is complete: its whole IP payload (transport header and
-    /// data), contiguous. Borrowed from the defragmenter's reusable buffer;
-    /// the datagram has been freed.
-    Complete(&'a [u8]),
+    /// data), contiguous, borrowed from the defragmenter's reusable buffer
+    /// (the datagram has been freed), and the fragments that carried it on
+    /// the wire (a datagram that was not fragmented counts as one).
+    Complete(&'a [u8], WireCount),
 }
 
 /// A stored, non-overlapping run of bytes of one datagram.
@@ -261,8 +262,6 @@ pub struct Defragmenter {
     frags_completed: u64,
     stats: DefragStats,
     out: Vec<u8>,
-    /// Fragments and IP bytes of the datagram last returned in `out`.
-    out_wire: WireCount,
     scratch_win: Vec<(usize, u32, u32)>,
     scratch_keep: Vec<(u32, u32)>,
 }
@@ -281,7 +280,6 @@ impl Defragmenter {
             frags_completed: 0,
             stats: DefragStats::default(),
             out: Vec::new(),
-            out_wire: WireCount::default(),
             scratch_win: Vec::new(),
             scratch_keep: Vec::new(),
         }
@@ -357,13 +355,13 @@ impl Defragmenter {
                     // A whole datagram in one fragment: nothing to hold.
                     self.out.clear();
                     self.out.extend_from_slice(data);
-                    self.out_wire = WireCount {
+                    self.stats.reassembled += 1;
+                    self.frags_completed += 1;
+                    let wire = WireCount {
                         fragments: 1,
                         ip_bytes: u64::from(frag.ip_len),
                     };
-                    self.stats.reassembled += 1;
-                    self.frags_completed += 1;
-                    return DefragOutcome::Complete(&self.out);
+                    return DefragOutcome::Complete(&self.out, wire);
                 }
                 if !self.make_slot() {
                     self.stats.too_many_datagrams += 1;
@@ -433,7 +431,7 @@ impl Defragmenter {
         self.frags_held = self.frags_held.saturating_sub(d.frags);
         self.frags_completed += d.frags as u64;
         self.stats.reassembled += 1;
-        self.out_wire = WireCount {
+        let wire = WireCount {
             fragments: u32::try_from(d.frags).unwrap_or(u32::MAX),
             ip_bytes: d.ip_bytes,
         };
@@ -442,7 +440,7 @@ impl Defragmenter {
             self.out.extend_from_slice(&p.data);
         }
         debug_assert_eq!(self.out.len(), d.bytes);
-        DefragOutcome::Complete(&self.out)
+        DefragOutcome::Complete(&self.out, wire)
     }
 
     /// Drops datagrams not completed within the timeout of their first
@@ -466,13 +464,6 @@ impl Defragmenter {
                 }
             }
         }
-    }
-
-    /// The fragments and IP-layer bytes of the datagram last returned by
-    /// [`Defragmenter::process`] as [`DefragOutcome::Complete`] (a datagram
-    /// that was not fragmented counts as one fragment).
-    pub fn completed_wire(&self) -> WireCount {
-        self.out_wire
     }
 
     /// The counters so far.
@@ -739,6 +730,18 @@ mod tests {
         more: bool,
         data: &[u8],
     ) -> Option<Vec<u8>> {
+        feed_wire(d, t, k, offset, more, data).map(|(b, _)| b)
+    }
+
+    /// [`feed`], with the completed datagram's wire count.
+    fn feed_wire(
+        d: &mut Defragmenter,
+        t: u64,
+        k: FragKey,
+        offset: u32,
+        more: bool,
+        data: &[u8],
+    ) -> Option<(Vec<u8>, WireCount)> {
         match d.process(
             Timestamp(t),
             k,
@@ -750,7 +753,7 @@ mod tests {
             data,
             data.len() as u32,
         ) {
-            DefragOutcome::Complete(b) => Some(b.to_vec()),
+            DefragOutcome::Complete(b, w) => Some((b.to_vec(), w)),
             DefragOutcome::Pending => None,
         }
     }
@@ -817,17 +820,14 @@ mod tests {
         assert_eq!(feed(&mut d, 0, key(1), 16, false, &p[16..]), None);
         assert_eq!(feed(&mut d, 0, key(1), 0, true, &p[..8]), None);
         assert_eq!(feed(&mut d, 0, key(1), 0, true, &p[..8]), None);
-        assert_eq!(
-            feed(&mut d, 0, key(1), 8, true, &p[8..16]).as_deref(),
-            Some(&p[..])
-        );
-        let w = d.completed_wire();
+        let (bytes, w) = feed_wire(&mut d, 0, key(1), 8, true, &p[8..16]).expect("complete");
+        assert_eq!(bytes, p);
         assert_eq!(w.fragments, 4);
         assert_eq!(w.ip_bytes, (20 + 24) + 3 * (20 + 8));
         // An unfragmented datagram (offset 0, no more fragments) is one packet.
-        assert!(feed(&mut d, 0, key(2), 0, false, &p[..12]).is_some());
+        let (_, w) = feed_wire(&mut d, 0, key(2), 0, false, &p[..12]).expect("complete");
         assert_eq!(
-            d.completed_wire(),
+            w,
             WireCount {
                 fragments: 1,
                 ip_bytes: 32
@@ -1250,7 +1250,7 @@ mod tests {
             &p,
             10,
         );
-        assert_eq!(r, DefragOutcome::Complete(&p[..10]));
+        assert!(matches!(r, DefragOutcome::Complete(b, _) if b == &p[..10]));
         check_invariants(&d);
     }
 
@@ -1431,7 +1431,7 @@ mod tests {
                     &buf[..len],
                     wire_len,
                 );
-                if let DefragOutcome::Complete(b) = r {
+                if let DefragOutcome::Complete(b, _) = r {
                     assert!(b.len() <= 65535);
                 }
                 assert!(d.bytes_held() <= 64 * 1024);
