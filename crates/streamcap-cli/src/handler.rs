@@ -4,11 +4,11 @@ use crate::output::RecordWriter;
 use crate::record::FlowRecord;
 use crate::tcpflow;
 use sha2::{Digest, Sha256};
-use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
 use streamcap::flow::Direction;
 
@@ -37,15 +37,41 @@ impl DirState {
     }
 }
 
-/// Why the run must stop early: the first output error.
+/// Why the run must stop early: the first output error of any worker.
 #[derive(Default)]
 pub struct Failure {
-    /// The error, with the path or "stdout".
-    pub error: Option<(String, io::Error)>,
+    /// Set once an error is recorded (cheap to poll per packet).
+    flag: AtomicBool,
+    /// The first error, with the path or "stdout".
+    error: Mutex<Option<(String, io::Error)>>,
 }
 
-/// Shared between the handler and the run hooks.
-pub type SharedFailure = Rc<RefCell<Failure>>;
+impl Failure {
+    /// Records `e` unless an error is already recorded.
+    pub fn set(&self, what: String, e: io::Error) {
+        let mut slot = self.error.lock().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            *slot = Some((what, e));
+        }
+        self.flag.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether an error was recorded.
+    pub fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+    }
+
+    /// The recorded error.
+    pub fn take(&self) -> Option<(String, io::Error)> {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Shared between the handlers and the run hooks of every worker.
+pub type SharedFailure = Arc<Failure>;
 
 /// The CLI handler.
 pub struct CliHandler {
@@ -94,14 +120,11 @@ impl CliHandler {
     }
 
     fn fail(&self, what: String, e: io::Error) {
-        let mut f = self.failure.borrow_mut();
-        if f.error.is_none() {
-            f.error = Some((what, e));
-        }
+        self.failure.set(what, e);
     }
 
     fn failed(&self) -> bool {
-        self.failure.borrow().error.is_some()
+        self.failure.is_set()
     }
 
     /// Writes the trailers and flushes; returns the first error.

@@ -86,10 +86,10 @@ fn missing_file_is_an_input_error() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let o = run(&["flows", "-r", "x.pcap", "--workers", "4"]);
+    let o = run(&["flows", "-r", "x.pcap", "--workers", "0"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("multi-core processing is not built yet"),
+        stderr(&o).contains("--workers 0: expected 1 to 256"),
         "{}",
         stderr(&o)
     );

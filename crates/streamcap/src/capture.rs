@@ -2,11 +2,14 @@
 
 use crate::config::{Config, ReassemblyMode};
 use crate::deliver::Handler;
+use crate::dispatch::fanout::Shard;
+use crate::dispatch::workers::{pin_current_thread, Drive, Parallel, ParallelReport, WorkerReport};
 use crate::engine::Worker;
 use crate::reassembly::policy::OverlapPolicy;
 use crate::source::{FileSource, PacketSource, RawPacket, SourceError};
-use crate::stats::GlobalStats;
+use crate::stats::{DefragMerge, GlobalStats};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A configured capture: build it with [`Capture::builder`], run it on a
 /// source with [`Capture::run`] or on a file with [`Capture::run_file`].
@@ -120,6 +123,28 @@ impl Capture {
         hooks: &mut dyn RunHooks,
     ) -> Report<H> {
         let mut worker = Worker::new(self.cfg.clone(), handler);
+        let run = self.drive(&mut worker, source, hooks, None);
+        let stats = worker.finish();
+        Report {
+            handler: worker.into_handler(),
+            stats,
+            error: run.error,
+            packets_read: run.packets_read,
+            stopped: run.stopped,
+        }
+    }
+
+    /// The read loop shared by every kind of run: hands each packet of
+    /// `source` that `hooks` lets through to `worker`, until the input ends,
+    /// the packet limit is reached, a hook or `stop` says stop, or the input
+    /// breaks. Does not terminate the open streams.
+    pub(crate) fn drive<H: Handler>(
+        &self,
+        worker: &mut Worker<H>,
+        source: &mut dyn PacketSource,
+        hooks: &mut dyn RunHooks,
+        stop: Option<&AtomicBool>,
+    ) -> Drive {
         let mut error = None;
         let mut stopped = false;
         let mut n = 0u64;
@@ -127,6 +152,10 @@ impl Capture {
         let mut wire = 0u64;
         let every = hooks.progress_every().max(1);
         while self.max_packets.is_none_or(|m| processed < m) {
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                stopped = true;
+                break;
+            }
             match source.next_packet() {
                 None => break,
                 Some(Ok(p)) => {
@@ -164,14 +193,98 @@ impl Capture {
             position: source.progress(),
             done: true,
         });
-        let stats = worker.finish();
-        Report {
-            handler: worker.into_handler(),
-            stats,
+        Drive {
             error,
-            packets_read: n,
             stopped,
+            packets_read: n,
         }
+    }
+
+    /// Runs `par.workers` worker threads over one capture file, each owning
+    /// a shard of the flows ([`crate::dispatch::fanout`]): every worker reads
+    /// the whole memory-mapped file and processes only its own packets, so
+    /// nothing is copied or queued between threads, and both directions of
+    /// every connection are handled by one worker. `make(i)` builds worker
+    /// `i`'s handler and hooks inside its thread.
+    ///
+    /// Hooks see every packet of the file in every worker, so a filter and
+    /// the packet limit ([`CaptureBuilder::max_packets`]) stop every worker
+    /// at the same packet: the result is the single-worker result, split
+    /// between the handlers. The memory budget and the flow limit are
+    /// divided evenly between the workers. Fails only if the file cannot be
+    /// opened; later input errors are in [`ParallelReport::error`].
+    pub fn run_file_parallel<H, K, F>(
+        &self,
+        path: impl AsRef<Path>,
+        par: &Parallel,
+        make: F,
+    ) -> Result<ParallelReport<H, K>, SourceError>
+    where
+        H: Handler + Send,
+        K: RunHooks + Send,
+        F: Fn(usize) -> (H, K) + Sync,
+    {
+        let path = path.as_ref();
+        drop(FileSource::open(path)?);
+        let n = par.workers.max(1);
+        let mut cfg = self.cfg.clone();
+        cfg.memory_size /= n;
+        cfg.max_flows = (cfg.max_flows / n).max(1);
+        let shards = Shard::split(n, par.fanout);
+        let make = &make;
+        let cfg = &cfg;
+        let reports = std::thread::scope(|scope| {
+            let handles: Vec<_> = shards
+                .into_iter()
+                .enumerate()
+                .map(|(i, shard)| {
+                    let stop = &par.stop;
+                    let cpu = par.cpu_for(i);
+                    std::thread::Builder::new()
+                        .name(format!("streamcap-worker-{i}"))
+                        .spawn_scoped(scope, move || {
+                            let pin_error = cpu.and_then(|c| pin_current_thread(c).err());
+                            let (handler, mut hooks) = make(i);
+                            let mut worker = Worker::new(cfg.clone(), handler);
+                            if n > 1 {
+                                worker = worker.with_shard(shard);
+                            }
+                            let run = match FileSource::open(path) {
+                                Ok(mut src) => {
+                                    self.drive(&mut worker, &mut src, &mut hooks, Some(stop))
+                                }
+                                Err(e) => Drive {
+                                    error: Some(e),
+                                    stopped: false,
+                                    packets_read: 0,
+                                },
+                            };
+                            let stats = worker.finish();
+                            WorkerReport {
+                                handler: worker.into_handler(),
+                                hooks,
+                                stats,
+                                packets_read: run.packets_read,
+                                error: run.error,
+                                stopped: run.stopped,
+                                pin_error,
+                            }
+                        })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                    Err(e) => panic!("cannot start a worker thread: {e}"),
+                })
+                .collect::<Vec<_>>()
+        });
+        Ok(ParallelReport::from_workers(
+            reports,
+            DefragMerge::Replicated,
+            true,
+        ))
     }
 
     /// Opens a pcap or pcapng file and runs over it. Fails only if the file

@@ -14,6 +14,7 @@ use crate::deliver::{
     Budget, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Gap, Handler, PacketRecord, Stream,
     StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
 };
+use crate::dispatch::fanout::Shard;
 use crate::flow::{Direction, FlowKey, FlowTable, ListId, Side};
 use crate::reassembly::assembler::{Assembler, Incoming, Stored};
 use crate::reassembly::tcp::{offset_of, TcpSeq};
@@ -927,6 +928,9 @@ pub struct Worker<H: Handler> {
     /// While a reassembled datagram is handled: the fragments it took on the
     /// wire, which its connection counts instead of one packet.
     frag_wire: Option<WireCount>,
+    /// The share of the input this worker owns, when several workers read
+    /// the same input (file runs); `None` processes everything.
+    shard: Option<Shard>,
 }
 
 impl<H: Handler> Worker<H> {
@@ -949,6 +953,37 @@ impl<H: Handler> Worker<H> {
             stats: GlobalStats::default(),
             scratch: Vec::new(),
             frag_wire: None,
+            shard: None,
+        }
+    }
+
+    /// Makes this worker one of several reading the same input: it processes
+    /// and counts only the packets its [`Shard`] owns, and skips the others
+    /// without counting them (see [`crate::dispatch::fanout`]). Every worker
+    /// of the run must see every packet, in the same order.
+    pub fn with_shard(mut self, shard: Shard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
+    /// The shard this worker owns, if it is one of several.
+    pub fn shard(&self) -> Option<&Shard> {
+        self.shard.as_ref()
+    }
+
+    /// Advances the worker's clock to `now` without a packet (live capture on
+    /// an idle link), so that inactivity and flush timeouts still fire. A
+    /// time earlier than the clock is ignored.
+    pub fn advance_clock(&mut self, now: Timestamp) {
+        if now > self.now {
+            self.now = now;
+        }
+        let due = self.flush.peek().map_or(u64::MAX, |Reverse(e)| e.0);
+        if self.now >= self.next_check || self.now.0 >= due {
+            self.expire();
+        }
+        if self.defrag.in_progress() > 0 {
+            self.defrag.expire(self.now);
         }
     }
 
@@ -999,31 +1034,22 @@ impl<H: Handler> Worker<H> {
 
     /// Processes one captured frame.
     pub fn process(&mut self, pkt: &RawPacket<'_>) {
-        self.stats.packets += 1;
-        self.stats.wire_bytes += u64::from(pkt.orig_len);
-        if pkt.ts > self.now {
-            self.now = pkt.ts;
-        }
-        let due = self.flush.peek().map_or(u64::MAX, |Reverse(e)| e.0);
-        if self.now >= self.next_check || self.now.0 >= due {
-            self.expire();
-        }
-        if self.defrag.in_progress() > 0 {
-            self.defrag.expire(self.now);
-        }
-        if pkt.is_truncated() {
-            self.stats.truncated_packets += 1;
-        }
+        self.advance_clock(pkt.ts);
         let net = match decode_ip(pkt.link, pkt.data) {
             Ok(n) => n,
             Err(e) => {
-                self.stats.decode_errors[e.index()] += 1;
+                if self
+                    .shard
+                    .as_ref()
+                    .is_none_or(|s| s.owns_record(pkt.record))
+                {
+                    self.count_frame(pkt);
+                    self.stats.decode_errors[e.index()] += 1;
+                }
                 return;
             }
         };
-        self.stats.ip_packets += 1;
         if let Some(f) = net.fragment {
-            self.stats.fragments += 1;
             let key = FragKey {
                 src: net.src,
                 dst: net.dst,
@@ -1031,6 +1057,11 @@ impl<H: Handler> Worker<H> {
                 proto: net.proto,
                 vlan: net.vlan_key(),
             };
+            if self.shard.as_ref().is_none_or(|s| s.owns_fragment(&key)) {
+                self.count_frame(pkt);
+                self.stats.ip_packets += 1;
+                self.stats.fragments += 1;
+            }
             let frag = Fragment {
                 offset: f.offset,
                 more: f.more,
@@ -1042,6 +1073,13 @@ impl<H: Handler> Worker<H> {
             {
                 DefragOutcome::Pending => {}
                 DefragOutcome::Complete(bytes, wire) => {
+                    if self
+                        .shard
+                        .as_ref()
+                        .is_some_and(|s| !s.owns_packet(&net, bytes))
+                    {
+                        return;
+                    }
                     let mut scratch = std::mem::take(&mut self.scratch);
                     scratch.clear();
                     scratch.extend_from_slice(bytes);
@@ -1055,7 +1093,23 @@ impl<H: Handler> Worker<H> {
             }
             return;
         }
+        if let Some(s) = &self.shard {
+            if !s.owns_packet(&net, net.payload) {
+                return;
+            }
+        }
+        self.count_frame(pkt);
+        self.stats.ip_packets += 1;
         self.handle_ip(&net, net.payload, net.payload_wire_len, net.ip_len, pkt.ts);
+    }
+
+    /// Counts a frame this worker owns in the global packet counters.
+    fn count_frame(&mut self, pkt: &RawPacket<'_>) {
+        self.stats.packets += 1;
+        self.stats.wire_bytes += u64::from(pkt.orig_len);
+        if pkt.is_truncated() {
+            self.stats.truncated_packets += 1;
+        }
     }
 
     fn handle_ip(

@@ -72,6 +72,7 @@ pub mod capture;
 pub mod config;
 pub mod decode;
 pub mod deliver;
+pub mod dispatch;
 pub mod engine;
 pub mod filter;
 pub mod flow;

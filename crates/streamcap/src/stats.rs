@@ -112,6 +112,55 @@ impl GlobalStats {
     }
 }
 
+/// How the defragmentation counters of several workers combine.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum DefragMerge {
+    /// Each worker reassembled its own fragments (kernel fan-out): add them.
+    Sum,
+    /// Every worker reassembled every fragment (in-process fan-out of a
+    /// file, [`crate::dispatch::fanout`]): the counters are identical, keep one.
+    Replicated,
+}
+
+impl GlobalStats {
+    /// Adds the statistics of another worker of the same run. Counters add
+    /// up; `max_flows` and `memory_peak` become the sum of the workers' peaks
+    /// (an upper bound of the simultaneous total); `memory_limit` the sum of
+    /// their budgets.
+    pub fn merge(&mut self, o: &GlobalStats, defrag: DefragMerge) {
+        fn add<const N: usize>(a: &mut [u64; N], b: &[u64; N]) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+        self.packets += o.packets;
+        self.wire_bytes += o.wire_bytes;
+        self.ip_packets += o.ip_packets;
+        self.truncated_packets += o.truncated_packets;
+        add(&mut self.decode_errors, &o.decode_errors);
+        self.fragments += o.fragments;
+        add(&mut self.proto_packets, &o.proto_packets);
+        add(&mut self.flows_created, &o.flows_created);
+        add(&mut self.flows_ended, &o.flows_ended);
+        self.max_flows += o.max_flows;
+        self.streams += o.streams;
+        self.totals.add(&o.totals);
+        self.invalid_rsts += o.invalid_rsts;
+        self.memory_peak += o.memory_peak;
+        self.memory_limit += o.memory_limit;
+        self.memory_refusals += o.memory_refusals;
+        self.chunks += o.chunks;
+        match defrag {
+            DefragMerge::Sum => self.defrag.add(&o.defrag),
+            DefragMerge::Replicated => {
+                if self.defrag == DefragStats::default() {
+                    self.defrag = o.defrag.clone();
+                }
+            }
+        }
+    }
+}
+
 pub(crate) fn end_index(r: EndReason) -> usize {
     match r {
         EndReason::Fin => 0,

@@ -185,6 +185,25 @@ pub struct DefragStats {
     pub fragments_dropped: u64,
 }
 
+impl DefragStats {
+    /// Adds another defragmenter's counters (workers that each reassembled
+    /// their own share of the fragments).
+    pub fn add(&mut self, o: &DefragStats) {
+        self.fragments += o.fragments;
+        self.reassembled += o.reassembled;
+        self.timed_out += o.timed_out;
+        self.overlaps += o.overlaps;
+        self.overlap_conflicts += o.overlap_conflicts;
+        self.too_many_fragments += o.too_many_fragments;
+        self.too_many_datagrams += o.too_many_datagrams;
+        self.too_large += o.too_large;
+        self.truncated += o.truncated;
+        self.bad += o.bad;
+        self.memory_full += o.memory_full;
+        self.fragments_dropped += o.fragments_dropped;
+    }
+}
+
 /// The result of feeding one fragment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefragOutcome<'a> {

@@ -150,6 +150,17 @@ impl FlowKey {
         }
     }
 
+    /// Whether the protocol carries ports in the key (TCP, UDP).
+    pub fn has_ports(&self) -> bool {
+        matches!(self.proto, 6 | 17)
+    }
+
+    /// The lower of the two ports (the service port, usually): the locality
+    /// fan-out's bucket.
+    pub fn min_port(&self) -> u16 {
+        self.a_port.min(self.b_port)
+    }
+
     /// The transport protocol number.
     pub fn proto(&self) -> u8 {
         self.proto

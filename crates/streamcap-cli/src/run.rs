@@ -1,0 +1,608 @@
+//! Running `flows` and `streams`: the configuration from the options, the
+//! outputs, one or several workers on a file or an interface, signals, and
+//! the summary.
+
+use crate::handler::{CliHandler, Failure, SharedFailure};
+use crate::output::{BatchSink, Format, RecordWriter, SharedOutput};
+use crate::{Common, ModeArg, PolicyArg};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use streamcap::capture::{Progress, RunHooks, Verdict};
+use streamcap::decode::DecodeError;
+use streamcap::deliver::EndReason;
+use streamcap::dispatch::fanout::Fanout;
+use streamcap::dispatch::workers::Parallel;
+use streamcap::filter::{Filter, FilterError};
+use streamcap::stats::ProtoClass;
+use streamcap::{
+    Capture, Config, FileSource, GlobalStats, OverlapPolicy, RawPacket, ReassemblyMode,
+};
+
+/// Most worker threads accepted.
+pub const MAX_WORKERS: u32 = 256;
+
+/// Prints a usage error; exit status 2.
+pub fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("streamcap: {msg}");
+    ExitCode::from(2)
+}
+
+/// Hooks of one worker: the filter, the stop flag, the progress bar.
+pub struct Hooks {
+    pub filter: Option<Filter>,
+    pub failure: SharedFailure,
+    pub bar: Option<ProgressBar>,
+    pub start: Instant,
+}
+
+impl RunHooks for Hooks {
+    fn inspect(&mut self, pkt: &RawPacket<'_>) -> Verdict {
+        if self.failure.is_set() {
+            return Verdict::Stop;
+        }
+        match self.filter.as_mut() {
+            Some(f) => f.inspect(pkt),
+            None => Verdict::Process,
+        }
+    }
+
+    fn progress(&mut self, p: &Progress) {
+        let Some(bar) = &self.bar else { return };
+        if p.done {
+            bar.finish_and_clear();
+            return;
+        }
+        if let Some((pos, _)) = p.position {
+            bar.set_position(pos);
+        }
+        let secs = self.start.elapsed().as_secs_f64().max(1e-9);
+        bar.set_message(format!(
+            "{:.0} pkt/s  {:.2} Gbit/s",
+            p.packets_read as f64 / secs,
+            p.wire_bytes as f64 * 8.0 / secs / 1e9
+        ));
+    }
+
+    fn progress_every(&self) -> u64 {
+        if self.bar.is_some() {
+            16_384
+        } else {
+            u64::MAX
+        }
+    }
+}
+
+fn open_output(path: Option<&Path>) -> io::Result<Box<dyn Write + Send>> {
+    Ok(match path {
+        Some(p) if p != Path::new("-") => Box::new(io::BufWriter::with_capacity(
+            1 << 16,
+            std::fs::File::create(p)?,
+        )),
+        _ => Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout())),
+    })
+}
+
+/// Parses a CPU list: `0,1`, `0-3`, `0-1,4`.
+pub fn parse_cpus(s: &str) -> Result<CpuList, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |x: &str| {
+            x.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("{x:?} is not a CPU number (expected e.g. 0,1 or 0-3)"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b || b - a > 4096 {
+                    return Err(format!("{part:?}: not a CPU range"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    if out.is_empty() {
+        return Err("empty CPU list".into());
+    }
+    Ok(CpuList(out))
+}
+
+/// CPUs to pin workers to (`--pin`).
+#[derive(Clone, Debug)]
+pub struct CpuList(pub Vec<usize>);
+
+/// The engine configuration the options ask for.
+fn config(c: &Common, digest: bool, streams: bool) -> Config {
+    let default_cutoff = if digest || streams { None } else { Some(0) };
+    let mut cfg = Config {
+        mode: match c.mode {
+            ModeArg::Fast => ReassemblyMode::Fast,
+            ModeArg::Strict => ReassemblyMode::Strict,
+        },
+        policy: match c.policy {
+            PolicyArg::First => OverlapPolicy::First,
+            PolicyArg::Last => OverlapPolicy::Last,
+            PolicyArg::Linux => OverlapPolicy::Linux,
+            PolicyArg::Bsd => OverlapPolicy::Bsd,
+            PolicyArg::Windows => OverlapPolicy::Windows,
+            PolicyArg::Solaris => OverlapPolicy::Solaris,
+        },
+        cutoff: c.cutoff.map_or(default_cutoff, |l| l.0),
+        cutoff_orig: c.cutoff_orig.map(|l| l.0.unwrap_or(u64::MAX)),
+        cutoff_resp: c.cutoff_resp.map(|l| l.0.unwrap_or(u64::MAX)),
+        // No output format carries callback processing time.
+        measure_processing_time: false,
+        ..Config::default()
+    };
+    if let Some(chunk) = c.chunk {
+        cfg.chunk_size = usize::try_from(chunk).unwrap_or(usize::MAX).max(1);
+    }
+    if let Some(m) = c.memory {
+        cfg.memory_size = usize::try_from(m).unwrap_or(usize::MAX);
+    }
+    cfg
+}
+
+/// Compiles the filter expression for one worker.
+fn filter(expr: &str) -> Result<Filter, String> {
+    Filter::new(expr).map_err(|e| match e {
+        FilterError::Unavailable(e) => format!(
+            "a filter was given but libpcap could not be loaded; install libpcap0.8 to use filters ({e})"
+        ),
+        FilterError::Compile { expr, message, .. } => {
+            format!("invalid filter {expr:?}: {message}")
+        }
+        e => e.to_string(),
+    })
+}
+
+/// The outputs of a run: the record output and, with `-w DIR`, the
+/// directory and its `streams.jsonl`; shared by the workers.
+struct Outputs {
+    format: Format,
+    files: bool,
+    out: SharedOutput,
+    out_name: String,
+    framing: RecordWriter,
+    dir: Option<(PathBuf, SharedOutput, RecordWriter)>,
+}
+
+impl Outputs {
+    fn open(c: &Common, dir: Option<PathBuf>) -> Result<Outputs, String> {
+        let raw = open_output(c.output.as_deref()).map_err(|e| {
+            let p = c.output.as_deref().unwrap_or(Path::new("-"));
+            format!("{}: cannot create: {e}", p.display())
+        })?;
+        let out: SharedOutput = Arc::new(Mutex::new(raw));
+        let out_name = c
+            .output
+            .as_ref()
+            .map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
+        let files = dir.is_some();
+        let framing = RecordWriter::new(Box::new(BatchSink::new(out.clone())), c.format, files);
+        let dir = match dir {
+            Some(d) => {
+                std::fs::create_dir_all(&d)
+                    .map_err(|e| format!("{}: cannot create the directory: {e}", d.display()))?;
+                let jl = d.join("streams.jsonl");
+                let f = std::fs::File::create(&jl)
+                    .map_err(|e| format!("{}: cannot create: {e}", jl.display()))?;
+                let shared: SharedOutput = Arc::new(Mutex::new(Box::new(io::BufWriter::new(f))));
+                let w =
+                    RecordWriter::new(Box::new(BatchSink::new(shared.clone())), Format::Json, true);
+                Some((d, shared, w))
+            }
+            None => None,
+        };
+        Ok(Outputs {
+            format: c.format,
+            files,
+            out,
+            out_name,
+            framing,
+            dir,
+        })
+    }
+
+    /// A handler for one worker; with one worker it writes straight to the
+    /// outputs, with several through its own [`BatchSink`]s.
+    fn handler(&self, digest: bool, failure: &SharedFailure) -> CliHandler {
+        let w = RecordWriter::records_only(
+            Box::new(BatchSink::new(self.out.clone())),
+            self.format,
+            self.files,
+        );
+        let dir = self.dir.as_ref().map(|(d, shared, _)| {
+            (
+                d.clone(),
+                RecordWriter::records_only(
+                    Box::new(BatchSink::new(shared.clone())),
+                    Format::Json,
+                    true,
+                ),
+            )
+        });
+        CliHandler::new(w, self.out_name.clone(), digest, dir, failure.clone())
+    }
+
+    /// Writes the headers (before any record).
+    fn begin(&mut self, failure: &Failure) {
+        if let Err(e) = self.framing.begin().and_then(|()| self.framing.flush()) {
+            failure.set(self.out_name.clone(), e);
+        }
+    }
+
+    /// Writes the trailers and flushes (after every worker's handler finished).
+    fn finish(&mut self, failure: &Failure) {
+        if let Err(e) = self.framing.finish() {
+            failure.set(self.out_name.clone(), e);
+        }
+        if let Some((d, _, w)) = self.dir.as_mut() {
+            if let Err(e) = w.finish() {
+                failure.set(d.join("streams.jsonl").display().to_string(), e);
+            }
+        }
+    }
+}
+
+/// What the summary needs from a finished run.
+struct Outcome {
+    stats: GlobalStats,
+    read: u64,
+    /// (accepted, expression) of the user-space filter.
+    filter: Option<(u64, String)>,
+    files: u64,
+    file_bytes: u64,
+    /// Per worker: packets, flows created.
+    workers: Vec<(u64, u64)>,
+    /// Kernel counters of a live run: received, dropped, freeze count.
+    kernel: Option<(u64, u64, u64)>,
+    wall: f64,
+}
+
+/// Runs `flows` (`streams` = false) or `streams` with the given options.
+pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> ExitCode {
+    if c.workers == 0 || c.workers > MAX_WORKERS {
+        return usage(format!(
+            "--workers {}: expected 1 to {MAX_WORKERS}",
+            c.workers
+        ));
+    }
+    if let Some(t) = c.timeout {
+        if !t.is_finite() || t < 0.0 {
+            return usage(format!("--timeout {t}: expected a number of seconds >= 0"));
+        }
+    }
+    if let Some(t) = c.duration {
+        if !t.is_finite() || t < 0.0 {
+            return usage(format!("--duration {t}: expected a number of seconds >= 0"));
+        }
+    }
+    if c.chunk == Some(0) {
+        return usage("--chunk 0: the chunk size must be at least 1 byte");
+    }
+    let Some(read) = c.read.clone() else {
+        return crate::live::run(c, digest, dir, streams);
+    };
+    for (given, what) in [
+        (c.group.is_some(), "--group"),
+        (c.ring_size.is_some(), "--ring-size"),
+        (c.snaplen.is_some(), "--snaplen"),
+        (c.no_promisc, "--no-promiscuous-mode"),
+    ] {
+        if given {
+            return usage(format!(
+                "{what} applies to live capture (-i), not to files (-r)"
+            ));
+        }
+    }
+    let fanout = match c.fanout.parse::<Fanout>() {
+        Ok(f) => f,
+        Err(_) if is_kernel_mode(&c.fanout) => {
+            return usage(format!(
+                "--fanout {}: this mode breaks flow affinity (the two directions of a connection \
+                 would reach different workers), so flow records and streams cannot use it; \
+                 use hash or locality",
+                c.fanout
+            ))
+        }
+        Err(e) => return usage(e),
+    };
+    // The filter is checked before any packet is read.
+    let expr = (!c.filter.is_empty()).then(|| c.filter.join(" "));
+    let mut filters = Vec::new();
+    for _ in 0..c.workers {
+        match expr.as_deref().map(filter).transpose() {
+            Ok(f) => filters.push(f),
+            Err(e) => return usage(e),
+        }
+    }
+    let mut builder = Capture::builder().config(config(&c, digest, streams));
+    if let Some(t) = c.timeout {
+        builder = builder.inactivity_timeout(t);
+    }
+    if let Some(n) = c.count {
+        builder = builder.max_packets(n);
+    }
+    let capture = builder.build();
+
+    let mut outputs = match Outputs::open(&c, dir) {
+        Ok(o) => o,
+        Err(e) => return usage(e),
+    };
+    if let Err(e) = FileSource::open(&read) {
+        eprintln!("streamcap: {e}");
+        return ExitCode::from(1);
+    }
+    let failure: SharedFailure = Arc::new(Failure::default());
+    let par = Parallel {
+        workers: c.workers as usize,
+        fanout,
+        pin: c.pin.clone().map(|p| p.0).unwrap_or_default(),
+        ..Parallel::default()
+    };
+    let _signals = match stop_on_signals(&par.stop, c.duration) {
+        Ok(s) => s,
+        Err(e) => return usage(e),
+    };
+    let size = std::fs::metadata(&read).map(|m| m.len()).unwrap_or(0);
+    let bar = (!c.quiet && size > 50_000_000 && io::stderr().is_terminal()).then(|| {
+        let bar = ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{bar:40.cyan/blue} {percent:>3}% {bytes}/{total_bytes}  {msg}  eta {eta}",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let start = Instant::now();
+    // Every worker's handler and hooks, built here so errors surface first.
+    let parts: Vec<Option<(CliHandler, Hooks)>> = filters
+        .into_iter()
+        .enumerate()
+        .map(|(i, filter)| {
+            let hooks = Hooks {
+                filter,
+                failure: failure.clone(),
+                bar: if i == 0 { bar.clone() } else { None },
+                start,
+            };
+            Some((outputs.handler(digest, &failure), hooks))
+        })
+        .collect();
+    let parts = Mutex::new(parts);
+    outputs.begin(&failure);
+    let report = capture.run_file_parallel(&read, &par, |i| {
+        parts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(i)
+            .and_then(Option::take)
+            .unwrap_or_else(|| unreachable!("one part per worker"))
+    });
+    let wall = start.elapsed().as_secs_f64();
+    let mut report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("streamcap: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut files = (0, 0);
+    let mut per_worker = Vec::new();
+    for w in &mut report.workers {
+        w.handler.finish();
+        files.0 += w.handler.files;
+        files.1 += w.handler.file_bytes;
+        per_worker.push((w.stats.packets, w.stats.flows_created.iter().sum()));
+        if let Some(e) = &w.pin_error {
+            eprintln!("streamcap: warning: worker ran unpinned: {e}");
+        }
+    }
+    outputs.finish(&failure);
+    if let Some((what, e)) = failure.take() {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            return ExitCode::SUCCESS;
+        }
+        eprintln!("streamcap: {what}: write error: {e}");
+        return ExitCode::from(1);
+    }
+    // Every worker evaluates the filter on every packet of the file.
+    let mut first = report
+        .workers
+        .first_mut()
+        .and_then(|w| w.hooks.filter.as_mut());
+    let filter_error = first.as_deref_mut().and_then(|f| f.take_error());
+    let filter_count = first.map(|f| (f.accepted, f.expr().to_string()));
+    if !c.quiet {
+        summary(
+            &read.display().to_string(),
+            &Outcome {
+                stats: report.stats,
+                read: report.packets_read,
+                filter: filter_count,
+                files: files.0,
+                file_bytes: files.1,
+                workers: if c.workers > 1 {
+                    per_worker
+                } else {
+                    Vec::new()
+                },
+                kernel: None,
+                wall,
+            },
+            &par,
+        );
+    }
+    if let Some(e) = filter_error {
+        return usage(e);
+    }
+    if let Some(e) = report.error {
+        eprintln!("streamcap: {e}");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Whether `mode` is a kernel fan-out mode name.
+pub fn is_kernel_mode(mode: &str) -> bool {
+    matches!(mode, "hash" | "lb" | "cpu" | "rollover" | "rnd" | "qm")
+}
+
+/// Sets `stop` on SIGINT, SIGTERM and after `duration` seconds; a second
+/// SIGINT/SIGTERM ends the process at once (exit 130). The returned guard
+/// keeps the handlers installed.
+pub fn stop_on_signals(
+    stop: &Arc<AtomicBool>,
+    duration: Option<f64>,
+) -> Result<Vec<signal_hook::SigId>, String> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut ids = Vec::new();
+    for sig in [SIGINT, SIGTERM] {
+        let e = |e: io::Error| format!("cannot install a signal handler: {e}");
+        // Registered first, so it sees the flag before the second handler sets it.
+        ids.push(
+            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone()).map_err(e)?,
+        );
+        ids.push(signal_hook::flag::register(sig, stop.clone()).map_err(e)?);
+    }
+    if let Some(secs) = duration {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("streamcap-duration".into())
+            .spawn(move || {
+                std::thread::sleep(Duration::from_secs_f64(secs));
+                stop.store(true, Ordering::Relaxed);
+            })
+            .map_err(|e| format!("cannot start the --duration timer: {e}"))?;
+    }
+    Ok(ids)
+}
+
+fn human(n: f64) -> String {
+    if n >= 1e9 {
+        format!("{:.2} G", n / 1e9)
+    } else if n >= 1e6 {
+        format!("{:.2} M", n / 1e6)
+    } else if n >= 1e3 {
+        format!("{:.1} k", n / 1e3)
+    } else {
+        format!("{n:.0} ")
+    }
+}
+
+/// The summary on stderr.
+fn summary(source: &str, o: &Outcome, par: &Parallel) {
+    let s = &o.stats;
+    let mut e = io::stderr().lock();
+    let secs = o.wall.max(1e-9);
+    let _ = writeln!(e, "streamcap: {source}");
+    let mut pk = format!("{} read", o.read);
+    if let Some((accepted, expr)) = &o.filter {
+        pk.push_str(&format!(", {accepted} matched {expr:?}"));
+    }
+    pk.push_str(&format!(
+        ", {} IP, {} truncated",
+        s.ip_packets, s.truncated_packets
+    ));
+    let _ = writeln!(e, "  packets      {pk}");
+    if let Some((received, dropped, freezes)) = o.kernel {
+        let _ = writeln!(
+            e,
+            "  kernel       {received} passed the kernel filter, {dropped} dropped by the kernel (ring full), {freezes} queue freezes"
+        );
+    }
+    let _ = writeln!(
+        e,
+        "  bytes        {}B on the wire (processed packets)",
+        human(s.wire_bytes as f64)
+    );
+    let flows: u64 = s.flows_created.iter().sum();
+    let by_proto: Vec<String> = ProtoClass::ALL
+        .iter()
+        .map(|p| format!("{} {}", p.name(), s.created(*p)))
+        .collect();
+    let ended: Vec<String> = [
+        EndReason::Fin,
+        EndReason::Rst,
+        EndReason::Timeout,
+        EndReason::Eof,
+        EndReason::Evicted,
+    ]
+    .iter()
+    .map(|r| format!("{} {}", r.name(), s.ended(*r)))
+    .collect();
+    let _ = writeln!(
+        e,
+        "  flows        {flows} ({}); ended: {}",
+        by_proto.join(", "),
+        ended.join(", ")
+    );
+    let t = &s.totals;
+    let _ = writeln!(
+        e,
+        "  streams      {}: {} stream bytes = captured {} + discarded {} + dropped {} + missing {}",
+        s.streams, t.stream_bytes, t.captured, t.discarded, t.dropped, t.missing
+    );
+    let _ = writeln!(
+        e,
+        "  memory       stream data peak {}B of the {}B budget, {} refusals (budget full)",
+        human(s.memory_peak as f64),
+        human(s.memory_limit as f64),
+        s.memory_refusals
+    );
+    if !o.workers.is_empty() {
+        let parts: Vec<String> = o
+            .workers
+            .iter()
+            .enumerate()
+            .map(|(i, (p, f))| {
+                let cpu = par
+                    .cpu_for(i)
+                    .map_or(String::new(), |c| format!(" on CPU {c}"));
+                format!("#{i}{cpu}: {p} packets, {f} flows")
+            })
+            .collect();
+        let _ = writeln!(
+            e,
+            "  workers      {} ({}): {}",
+            o.workers.len(),
+            par.fanout,
+            parts.join("; ")
+        );
+    }
+    if o.files > 0 {
+        let _ = writeln!(
+            e,
+            "  files        {} written, {} bytes",
+            o.files, o.file_bytes
+        );
+    }
+    let errs: Vec<String> = DecodeError::ALL
+        .iter()
+        .filter(|k| s.decode_error(**k) > 0)
+        .map(|k| format!("{} {}", k.name(), s.decode_error(*k)))
+        .collect();
+    let _ = writeln!(
+        e,
+        "  decode       {}",
+        if errs.is_empty() {
+            "no errors".to_string()
+        } else {
+            errs.join(", ")
+        }
+    );
+    let _ = writeln!(
+        e,
+        "  time         {:.3} s, {}pkt/s, {:.3} Gbit/s",
+        o.wall,
+        human(o.read as f64 / secs),
+        s.wire_bytes as f64 * 8.0 / secs / 1e9
+    );
+}

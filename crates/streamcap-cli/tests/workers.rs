@@ -1,0 +1,187 @@
+//! `--workers N` on files: the same records as one worker, whole records
+//! only, headers and trailers once, the same stream files.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use streamcap_gen::campus::{Campus, CampusConfig};
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A generated campus trace with fragments, VLANs, IPv6 and impairments.
+fn campus(dir: &Path) -> PathBuf {
+    let cfg = CampusConfig {
+        seed: 3,
+        packets: 20_000,
+        concurrency: 300,
+        reorder: 0.03,
+        duplicate: 0.03,
+        loss: 0.01,
+        conflict: 0.01,
+        fragment: 0.03,
+        ..CampusConfig::default()
+    };
+    let (pcap, _, _) = Campus::new(cfg).to_bytes();
+    let p = dir.join("campus.pcap");
+    std::fs::write(&p, pcap).expect("write capture");
+    p
+}
+
+fn sorted_lines(b: &[u8]) -> Vec<String> {
+    let mut v: Vec<String> = String::from_utf8_lossy(b)
+        .lines()
+        .map(String::from)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn records_do_not_depend_on_the_worker_count() {
+    let dir = tempdir("workers-records");
+    let f = campus(&dir);
+    let fs = f.to_str().unwrap_or_default();
+    for extra in [
+        &["--digest"][..],
+        &[],
+        &["--format", "csv"],
+        &["-c", "5000", "tcp"],
+    ] {
+        let mut args = vec!["flows", "-q", "-r", fs];
+        args.extend_from_slice(extra);
+        let one = run(&args);
+        assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
+        let want = sorted_lines(&one.stdout);
+        assert!(want.len() > 100);
+        for (n, mode) in [("2", "hash"), ("3", "hash"), ("2", "locality")] {
+            let mut a = args.clone();
+            a.extend_from_slice(&["--workers", n, "--fanout", mode]);
+            let o = run(&a);
+            assert_eq!(o.status.code(), Some(0), "{a:?}: {}", stderr(&o));
+            assert_eq!(sorted_lines(&o.stdout), want, "{a:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn zeek_log_has_one_header_and_one_trailer() {
+    let dir = tempdir("workers-zeek");
+    let f = campus(&dir);
+    let o = run(&[
+        "flows",
+        "-q",
+        "-r",
+        f.to_str().unwrap_or_default(),
+        "--workers",
+        "2",
+        "--format",
+        "zeek",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("#separator"));
+    assert_eq!(lines.iter().filter(|l| l.starts_with("#fields")).count(), 1);
+    assert_eq!(lines.iter().filter(|l| l.starts_with("#close")).count(), 1);
+    assert!(lines[lines.len() - 1].starts_with("#close"));
+    // Every record line is whole: the header's column count.
+    let cols = lines
+        .iter()
+        .find(|l| l.starts_with("#fields"))
+        .map_or(0, |l| l.split('\t').count() - 1);
+    for l in lines.iter().filter(|l| !l.starts_with('#')) {
+        assert_eq!(l.split('\t').count(), cols, "{l}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn stream_files_do_not_depend_on_the_worker_count() {
+    let dir = tempdir("workers-streams");
+    let f = campus(&dir);
+    let read_dir = |d: &Path| {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
+            .expect("output directory")
+            .flatten()
+            .filter(|e| e.file_name() != "streams.jsonl")
+            .map(|e| {
+                let body = std::fs::read(e.path()).expect("stream file");
+                (e.file_name().to_string_lossy().into_owned(), body)
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    let mut results = Vec::new();
+    for n in ["1", "2"] {
+        let out = dir.join(format!("out{n}"));
+        let o = run(&[
+            "streams",
+            "-q",
+            "-r",
+            f.to_str().unwrap_or_default(),
+            "--workers",
+            n,
+            "-w",
+            out.to_str().unwrap_or_default(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let jsonl = std::fs::read(out.join("streams.jsonl")).expect("streams.jsonl");
+        results.push((
+            read_dir(&out),
+            sorted_lines(&jsonl),
+            sorted_lines(&o.stdout),
+        ));
+    }
+    assert!(results[0].0.len() > 100);
+    assert_eq!(results[0].0, results[1].0, "stream files");
+    assert_eq!(results[0].1, results[1].1, "streams.jsonl");
+    assert_eq!(results[0].2, results[1].2, "stdout");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn summary_shows_each_worker() {
+    let dir = tempdir("workers-summary");
+    let f = campus(&dir);
+    let o = run(&[
+        "flows",
+        "-r",
+        f.to_str().unwrap_or_default(),
+        "--workers",
+        "2",
+        "--pin",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("workers      2 (hash): #0 on CPU 0: "),
+        "{err}"
+    );
+    assert!(err.contains("#1 on CPU 0: "), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn affinity_breaking_modes_and_live_options_are_refused_for_files() {
+    for (args, msg) in [
+        (&["--fanout", "lb"][..], "breaks flow affinity"),
+        (&["--fanout", "rnd"], "breaks flow affinity"),
+        (&["--fanout", "nope"], "unknown in-process fan-out mode"),
+        (&["--workers", "0"], "expected 1 to 256"),
+        (&["--pin", "x"], "not a CPU number"),
+        (&["--group", "7"], "applies to live capture"),
+        (&["--snaplen", "96"], "applies to live capture"),
+    ] {
+        let mut a = vec!["flows", "-r", "x.pcap"];
+        a.extend_from_slice(args);
+        let o = run(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}");
+        assert!(stderr(&o).contains(msg), "{a:?}: {}", stderr(&o));
+    }
+}
