@@ -16,7 +16,7 @@ use streamcap::capture::{Progress, RunHooks, Verdict};
 use streamcap::decode::DecodeError;
 use streamcap::deliver::EndReason;
 use streamcap::dispatch::fanout::Fanout;
-use streamcap::dispatch::workers::Parallel;
+use streamcap::dispatch::workers::{Parallel, WorkerReport};
 use streamcap::filter::{Filter, FilterError};
 use streamcap::stats::ProtoClass;
 use streamcap::{
@@ -118,7 +118,7 @@ pub fn parse_cpus(s: &str) -> Result<CpuList, String> {
 pub struct CpuList(pub Vec<usize>);
 
 /// The engine configuration the options ask for.
-fn config(c: &Common, digest: bool, streams: bool) -> Config {
+pub(crate) fn config(c: &Common, digest: bool, streams: bool) -> Config {
     let default_cutoff = if digest || streams { None } else { Some(0) };
     let mut cfg = Config {
         mode: match c.mode {
@@ -164,7 +164,7 @@ fn filter(expr: &str) -> Result<Filter, String> {
 
 /// The outputs of a run: the record output and, with `-w DIR`, the
 /// directory and its `streams.jsonl`; shared by the workers.
-struct Outputs {
+pub(crate) struct Outputs {
     format: Format,
     files: bool,
     out: SharedOutput,
@@ -174,7 +174,7 @@ struct Outputs {
 }
 
 impl Outputs {
-    fn open(c: &Common, dir: Option<PathBuf>) -> Result<Outputs, String> {
+    pub(crate) fn open(c: &Common, dir: Option<PathBuf>) -> Result<Outputs, String> {
         let raw = open_output(c.output.as_deref()).map_err(|e| {
             let p = c.output.as_deref().unwrap_or(Path::new("-"));
             format!("{}: cannot create: {e}", p.display())
@@ -212,7 +212,7 @@ impl Outputs {
 
     /// A handler for one worker; with one worker it writes straight to the
     /// outputs, with several through its own [`BatchSink`]s.
-    fn handler(&self, digest: bool, failure: &SharedFailure) -> CliHandler {
+    pub(crate) fn handler(&self, digest: bool, failure: &SharedFailure) -> CliHandler {
         let w = RecordWriter::records_only(
             Box::new(BatchSink::new(self.out.clone())),
             self.format,
@@ -232,14 +232,14 @@ impl Outputs {
     }
 
     /// Writes the headers (before any record).
-    fn begin(&mut self, failure: &Failure) {
+    pub(crate) fn begin(&mut self, failure: &Failure) {
         if let Err(e) = self.framing.begin().and_then(|()| self.framing.flush()) {
             failure.set(self.out_name.clone(), e);
         }
     }
 
     /// Writes the trailers and flushes (after every worker's handler finished).
-    fn finish(&mut self, failure: &Failure) {
+    pub(crate) fn finish(&mut self, failure: &Failure) {
         if let Err(e) = self.framing.finish() {
             failure.set(self.out_name.clone(), e);
         }
@@ -252,18 +252,18 @@ impl Outputs {
 }
 
 /// What the summary needs from a finished run.
-struct Outcome {
-    stats: GlobalStats,
-    read: u64,
+pub(crate) struct Outcome {
+    pub stats: GlobalStats,
+    pub read: u64,
     /// (accepted, expression) of the user-space filter.
-    filter: Option<(u64, String)>,
-    files: u64,
-    file_bytes: u64,
+    pub filter: Option<(u64, String)>,
+    pub files: u64,
+    pub file_bytes: u64,
     /// Per worker: packets, flows created.
-    workers: Vec<(u64, u64)>,
+    pub workers: Vec<(u64, u64)>,
     /// Kernel counters of a live run: received, dropped, freeze count.
-    kernel: Option<(u64, u64, u64)>,
-    wall: f64,
+    pub kernel: Option<(u64, u64, u64)>,
+    pub wall: f64,
 }
 
 /// Runs `flows` (`streams` = false) or `streams` with the given options.
@@ -394,24 +394,10 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
             return ExitCode::from(1);
         }
     };
-    let mut files = (0, 0);
-    let mut per_worker = Vec::new();
-    for w in &mut report.workers {
-        w.handler.finish();
-        files.0 += w.handler.files;
-        files.1 += w.handler.file_bytes;
-        per_worker.push((w.stats.packets, w.stats.flows_created.iter().sum()));
-        if let Some(e) = &w.pin_error {
-            eprintln!("streamcap: warning: worker ran unpinned: {e}");
-        }
-    }
+    let (files, per_worker) = finish_workers(&mut report.workers);
     outputs.finish(&failure);
-    if let Some((what, e)) = failure.take() {
-        if e.kind() == io::ErrorKind::BrokenPipe {
-            return ExitCode::SUCCESS;
-        }
-        eprintln!("streamcap: {what}: write error: {e}");
-        return ExitCode::from(1);
+    if let Some(code) = output_failure(&failure) {
+        return code;
     }
     // Every worker evaluates the filter on every packet of the file.
     let mut first = report
@@ -448,6 +434,36 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// Finishes every worker's handler (trailers, flush); returns the stream
+/// files written (count, bytes) and per worker (packets, flows created).
+pub(crate) fn finish_workers<K>(
+    workers: &mut [WorkerReport<CliHandler, K>],
+) -> ((u64, u64), Vec<(u64, u64)>) {
+    let mut files = (0, 0);
+    let mut per_worker = Vec::new();
+    for w in workers {
+        w.handler.finish();
+        files.0 += w.handler.files;
+        files.1 += w.handler.file_bytes;
+        per_worker.push((w.stats.packets, w.stats.flows_created.iter().sum()));
+        if let Some(e) = &w.pin_error {
+            eprintln!("streamcap: warning: worker ran unpinned: {e}");
+        }
+    }
+    (files, per_worker)
+}
+
+/// The exit status for an output error, if one happened (a closed pipe is
+/// a normal end, as for other filters).
+pub(crate) fn output_failure(failure: &Failure) -> Option<ExitCode> {
+    let (what, e) = failure.take()?;
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return Some(ExitCode::SUCCESS);
+    }
+    eprintln!("streamcap: {what}: write error: {e}");
+    Some(ExitCode::from(1))
 }
 
 /// Whether `mode` is a kernel fan-out mode name.
@@ -498,7 +514,7 @@ fn human(n: f64) -> String {
 }
 
 /// The summary on stderr.
-fn summary(source: &str, o: &Outcome, par: &Parallel) {
+pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
     let s = &o.stats;
     let mut e = io::stderr().lock();
     let secs = o.wall.max(1e-9);

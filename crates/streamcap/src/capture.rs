@@ -105,6 +105,11 @@ impl Capture {
         &self.cfg
     }
 
+    /// The packet limit ([`CaptureBuilder::max_packets`]), if any.
+    pub fn max_packets(&self) -> Option<u64> {
+        self.max_packets
+    }
+
     /// Runs over every packet of `source`, then terminates all open streams.
     pub fn run<H: Handler>(&self, source: &mut dyn PacketSource, handler: H) -> Report<H> {
         self.run_with(source, handler, &mut ())
@@ -225,7 +230,7 @@ impl Capture {
         F: Fn(usize) -> (H, K) + Sync,
     {
         let path = path.as_ref();
-        drop(FileSource::open(path)?);
+        let file = FileSource::open(path)?;
         let n = par.workers.max(1);
         let mut cfg = self.cfg.clone();
         cfg.memory_size /= n;
@@ -233,6 +238,7 @@ impl Capture {
         let shards = Shard::split(n, par.fanout);
         let make = &make;
         let cfg = &cfg;
+        let file = &file;
         let reports = std::thread::scope(|scope| {
             let handles: Vec<_> = shards
                 .into_iter()
@@ -249,7 +255,7 @@ impl Capture {
                             if n > 1 {
                                 worker = worker.with_shard(shard);
                             }
-                            let run = match FileSource::open(path) {
+                            let run = match file.reopen() {
                                 Ok(mut src) => {
                                     self.drive(&mut worker, &mut src, &mut hooks, Some(stop))
                                 }

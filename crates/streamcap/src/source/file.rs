@@ -1,6 +1,7 @@
 //! Capture files: pcap or pcapng, chosen by magic number.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::mapped::Bytes;
 use super::pcap::PcapReader;
@@ -65,7 +66,7 @@ enum Reader {
 pub struct FileSource {
     name: String,
     path: PathBuf,
-    data: Bytes,
+    data: Arc<Bytes>,
     reader: Reader,
     /// Set after an error: the source stays exhausted.
     failed: bool,
@@ -81,16 +82,23 @@ impl FileSource {
         let path = path.as_ref();
         let data =
             Bytes::open(path).map_err(|e| SourceError::new(path, None, SourceErrorKind::Io(e)))?;
-        FileSource::from_source_bytes(path.to_path_buf(), data)
+        FileSource::from_source_bytes(path.to_path_buf(), Arc::new(data))
+    }
+
+    /// Another reader of the same file from its first packet, sharing this
+    /// one's memory map (or bytes): what each worker of a multi-worker run
+    /// reads, with one mapping for all of them.
+    pub fn reopen(&self) -> Result<FileSource, SourceError> {
+        FileSource::from_source_bytes(self.path.clone(), self.data.clone())
     }
 
     /// Wraps a capture already in memory; `name` is used in messages and
     /// errors as if it were the file's path. Fails like [`FileSource::open`].
     pub fn from_bytes(name: impl Into<PathBuf>, data: Vec<u8>) -> Result<FileSource, SourceError> {
-        FileSource::from_source_bytes(name.into(), Bytes::Owned(data))
+        FileSource::from_source_bytes(name.into(), Arc::new(Bytes::Owned(data)))
     }
 
-    fn from_source_bytes(path: PathBuf, data: Bytes) -> Result<FileSource, SourceError> {
+    fn from_source_bytes(path: PathBuf, data: Arc<Bytes>) -> Result<FileSource, SourceError> {
         let reader = match data
             .as_slice()
             .get(..4)
