@@ -657,6 +657,20 @@ fn missing_interface_and_bad_config_are_reported() {
     let err = AfPacket::open(&cfg).expect_err("bad geometry");
     assert_eq!(err.kind(), LiveErrorKind::InvalidConfig);
     assert!(err.to_string().contains("page size"), "{err}");
+    if !is_root() {
+        // Without privileges the socket call itself is refused, with a hint.
+        let lo = LiveConfig {
+            ring: small_ring(),
+            ..LiveConfig::new("lo")
+        };
+        match AfPacket::open(&lo) {
+            Err(err) => {
+                assert_eq!(err.kind(), LiveErrorKind::PermissionDenied, "{err}");
+                assert!(err.to_string().contains("CAP_NET_RAW"), "{err}");
+            }
+            Ok(_) => eprintln!("note: CAP_NET_RAW without root; permission error not checked"),
+        }
+    }
     // And inside a namespace, where the socket calls succeed, too.
     let Some(ns) = setup("errors") else { return };
     ns.run(|| {

@@ -289,6 +289,11 @@ impl FanoutJoin {
 /// The ring is `block_count` blocks of `block_size` bytes, locked in memory by
 /// the kernel. A block is handed over when it is full or `block_timeout_ms`
 /// after its first packet, whichever comes first.
+///
+/// At low packet rates every timeout hands over a nearly empty block, so a
+/// consumer that stops reading fills the ring after about
+/// `block_count * block_timeout_ms` milliseconds whatever its size; after
+/// that the kernel drops packets (counted in [`KernelStats::drops`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct RingConfig {
     /// Bytes per block; a multiple of the page size (a power of two avoids
@@ -1145,24 +1150,24 @@ pub(crate) fn interface_index(name: &str) -> Result<u32, LiveError> {
 /// A new `AF_PACKET`, `SOCK_RAW` socket for `protocol` (host order; 0
 /// receives nothing until bound with a protocol).
 pub(crate) fn packet_socket(name: &str, protocol: u16) -> Result<OwnedFd, LiveError> {
-    // SAFETY: plain integer arguments; the result is checked and, when valid,
-    // a new descriptor owned by nobody else, so OwnedFd may take it.
-    let fd = unsafe {
-        let raw = libc::socket(
+    // SAFETY: socket(2) takes plain integers and touches no memory of ours.
+    let raw = unsafe {
+        libc::socket(
             libc::AF_PACKET,
             libc::SOCK_RAW | libc::SOCK_CLOEXEC,
             c_int::from(protocol.to_be()),
-        );
-        if raw < 0 {
-            return Err(LiveError::os(
-                name,
-                "socket(AF_PACKET, SOCK_RAW)",
-                io::Error::last_os_error(),
-            ));
-        }
-        OwnedFd::from_raw_fd(raw)
+        )
     };
-    Ok(fd)
+    if raw < 0 {
+        return Err(LiveError::os(
+            name,
+            "socket(AF_PACKET, SOCK_RAW)",
+            io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: `raw` is a valid descriptor that socket(2) just returned and
+    // nothing else owns, so the OwnedFd is its only owner and closes it once.
+    Ok(unsafe { OwnedFd::from_raw_fd(raw) })
 }
 
 /// Binds a packet socket to interface `ifindex` for `protocol` (host order).

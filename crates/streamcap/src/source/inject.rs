@@ -24,7 +24,7 @@ const ETH_HEADER_LEN: usize = 14;
 const VLAN_TAG_LEN: usize = 4;
 /// How long [`Injector::send`] keeps retrying while the interface's queue is
 /// full (`ENOBUFS` / `EAGAIN`).
-pub const SEND_RETRY_LIMIT: Duration = Duration::from_millis(200);
+const SEND_RETRY_LIMIT: Duration = Duration::from_millis(200);
 
 /// A socket that sends whole link-layer frames (Ethernet header included) out
 /// of one interface.
@@ -83,7 +83,7 @@ impl Injector {
         self.mtu as usize + ETH_HEADER_LEN + if tagged { VLAN_TAG_LEN } else { 0 }
     }
 
-    /// Sends one frame. Retries for up to [`SEND_RETRY_LIMIT`] while the
+    /// Sends one frame. Retries for up to 200 ms while the
     /// interface queue is full (`ENOBUFS` / `EAGAIN`) and on `EINTR`.
     ///
     /// A frame longer than the interface accepts gives
