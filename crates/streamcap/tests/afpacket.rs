@@ -566,6 +566,16 @@ fn idle_interface_times_out_with_zero() {
         .expect("next_block");
     assert_eq!(n, 0);
     assert_eq!(cap.stats().expect("stats").packets, 0);
+    // The interface going down is reported (ENETDOWN through POLLERR).
+    run_cmd(&["ip", "-n", &ns.name, "link", "set", RX, "down"]).expect("link down");
+    let err = cap
+        .next_block(Duration::from_secs(5), &mut |_| ())
+        .expect_err("interface down");
+    assert_eq!(err.kind(), LiveErrorKind::InterfaceDown, "{err}");
+    assert!(
+        err.to_string().starts_with("scb: receiving failed: "),
+        "{err}"
+    );
 }
 
 #[test]

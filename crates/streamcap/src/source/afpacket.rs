@@ -778,6 +778,14 @@ impl AfPacket {
                         return Err(LiveError::os(&self.interface, "receiving", err));
                     }
                 }
+                Ok(PollOutcome::HungUp) => {
+                    return Err(LiveError::other(
+                        &self.interface,
+                        "poll",
+                        LiveErrorKind::InterfaceDown,
+                        "the socket was hung up (POLLHUP/POLLNVAL)",
+                    ))
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(0),
                 Err(e) => return Err(LiveError::os(&self.interface, "poll", e)),
             }
@@ -1304,9 +1312,14 @@ fn attach_filter(fd: &OwnedFd, program: &[Insn]) -> io::Result<()> {
 
 /// What [`poll_readable`] saw.
 enum PollOutcome {
+    /// POLLIN: a block may be ready.
     Ready,
+    /// Nothing happened within the timeout.
     TimedOut,
+    /// POLLERR: a socket error is pending (SO_ERROR says which).
     Error,
+    /// POLLHUP or POLLNVAL: the socket cannot be used any more.
+    HungUp,
 }
 
 /// Waits up to `timeout_ms` (-1: forever) for the socket to be readable.
@@ -1324,8 +1337,11 @@ fn poll_readable(fd: &impl AsRawFd, timeout_ms: c_int) -> io::Result<PollOutcome
     if rc == 0 {
         return Ok(PollOutcome::TimedOut);
     }
-    if pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+    if pfd.revents & libc::POLLERR != 0 {
         return Ok(PollOutcome::Error);
+    }
+    if pfd.revents & (libc::POLLHUP | libc::POLLNVAL) != 0 {
+        return Ok(PollOutcome::HungUp);
     }
     Ok(PollOutcome::Ready)
 }
