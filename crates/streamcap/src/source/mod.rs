@@ -1,18 +1,31 @@
 //! Where packets come from: capture files (pcap, pcapng), read through a
-//! memory map and handed out without copying.
+//! memory map and handed out without copying, and on Linux live interfaces
+//! ([`AfPacket`], a memory-mapped `AF_PACKET` ring). [`Injector`] and
+//! [`replay`] send frames back onto an interface.
 //!
 //! A source yields [`RawPacket`]s: the captured bytes of one link-layer frame,
 //! its timestamp, its link type and its record number in the file. Sources never
 //! interpret the bytes beyond the link type; [`crate::decode`] does that.
 
+#[cfg(target_os = "linux")]
+mod afpacket;
 mod error;
 mod file;
+#[cfg(target_os = "linux")]
+mod inject;
 mod mapped;
 mod pcap;
 mod pcapng;
 
+#[cfg(target_os = "linux")]
+pub use afpacket::{
+    AfPacket, FanoutJoin, KernelFanout, KernelStats, LiveConfig, LiveError, LiveErrorKind,
+    RingConfig, MAX_FILTER_INSNS, MAX_SNAPLEN, TPACKET_ALIGNMENT,
+};
 pub use error::{SourceError, SourceErrorKind};
 pub use file::FileSource;
+#[cfg(target_os = "linux")]
+pub use inject::{replay, replay_with, Injector, ReplayError, ReplayOptions, ReplayReport};
 
 use crate::time::Timestamp;
 
