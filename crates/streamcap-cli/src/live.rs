@@ -1,14 +1,194 @@
-//! Live capture from a network interface (`-i`).
+//! Live capture from a network interface (`-i`): options, the kernel filter,
+//! the fan-out group, and the run.
 
-use crate::run::usage;
+use crate::handler::{CliHandler, Failure, SharedFailure};
+use crate::run::{self, usage, Hooks, Outcome, Outputs};
 use crate::Common;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+use streamcap::dispatch::live::{open_live, total_kernel_stats};
+use streamcap::dispatch::workers::Parallel;
+use streamcap::filter::libpcap::Libpcap;
+use streamcap::source::{
+    FanoutJoin, KernelFanout, LiveConfig, LiveErrorKind, RingConfig, MAX_SNAPLEN,
+};
+use streamcap::Capture;
+
+/// `DLT_EN10MB`: the link type of Ethernet and loopback interfaces.
+const DLT_EN10MB: i32 = 1;
 
 /// Runs `flows` / `streams` on a live interface.
-pub fn run(c: Common, _digest: bool, _dir: Option<PathBuf>, _streams: bool) -> ExitCode {
-    usage(format!(
-        "-i {}: live capture is being integrated on this branch",
-        c.interface.unwrap_or_default()
-    ))
+pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> ExitCode {
+    let Some(iface) = c.interface.clone() else {
+        return usage("give a capture file (-r FILE) or an interface (-i IFACE)");
+    };
+    let mode = match KernelFanout::parse(&c.fanout) {
+        Some(m) => m,
+        None if c.fanout == "locality" => {
+            return usage(
+                "--fanout locality: an in-process mode for files (-r); live capture uses the \
+                 kernel's modes (hash, lb, cpu, rollover, rnd, qm)",
+            )
+        }
+        None => {
+            return usage(format!(
+                "--fanout {}: unknown mode (live: hash, lb, cpu, rollover, rnd, qm)",
+                c.fanout
+            ))
+        }
+    };
+    if !mode.keeps_flow_affinity() {
+        return usage(format!(
+            "--fanout {mode}: this mode breaks flow affinity (the two directions of a connection \
+             would reach different workers or processes), so flow records and streams cannot use \
+             it; use hash"
+        ));
+    }
+    let snaplen = c.snaplen.unwrap_or(MAX_SNAPLEN);
+    if snaplen == 0 || snaplen > MAX_SNAPLEN {
+        return usage(format!("--snaplen {snaplen}: expected 1 to {MAX_SNAPLEN}"));
+    }
+    let mut live = LiveConfig::new(iface.clone());
+    live.snaplen = snaplen;
+    live.promiscuous = !c.no_promisc;
+    if let Some(bytes) = c.ring_size {
+        let ring = RingConfig::with_total_size(usize::try_from(bytes).unwrap_or(usize::MAX));
+        if let Err(e) = ring.validate(page_size()) {
+            return usage(format!("--ring-size {bytes}: {e}"));
+        }
+        live.ring = ring;
+    }
+    let workers = c.workers as usize;
+    live.fanout = match c.group {
+        Some(group) => Some(FanoutJoin {
+            group,
+            mode,
+            defrag: true,
+            rollover: false,
+        }),
+        None if workers > 1 => Some(FanoutJoin {
+            group: (std::process::id() & 0xffff) as u16,
+            mode,
+            defrag: true,
+            rollover: false,
+        }),
+        None => None,
+    };
+    // The filter runs in the kernel: compiled by libpcap for Ethernet with
+    // the snapshot length, attached to every worker's socket.
+    let expr = (!c.filter.is_empty()).then(|| c.filter.join(" "));
+    if let Some(e) = &expr {
+        let lib = match Libpcap::load() {
+            Ok(l) => l,
+            Err(err) => {
+                return usage(format!(
+                    "a filter was given but libpcap could not be loaded; install libpcap0.8 to use filters ({err})"
+                ))
+            }
+        };
+        match lib.compile(e, DLT_EN10MB, snaplen as i32) {
+            Ok(prog) => live.filter = Some(prog),
+            Err(message) => return usage(format!("invalid filter {e:?}: {message}")),
+        }
+    }
+
+    let mut builder = Capture::builder().config(run::config(&c, digest, streams));
+    if let Some(t) = c.timeout {
+        builder = builder.inactivity_timeout(t);
+    }
+    if let Some(n) = c.count {
+        builder = builder.max_packets(n);
+    }
+    let capture = builder.build();
+    let mut outputs = match Outputs::open(&c, dir) {
+        Ok(o) => o,
+        Err(e) => return usage(e),
+    };
+    let failure: SharedFailure = Arc::new(Failure::default());
+    let par = Parallel {
+        workers,
+        pin: c.pin.clone().map(|p| p.0).unwrap_or_default(),
+        ..Parallel::default()
+    };
+    let _signals = match run::stop_on_signals(&par.stop, c.duration) {
+        Ok(s) => s,
+        Err(e) => return usage(e),
+    };
+    let start = Instant::now();
+    let parts: Vec<Option<(CliHandler, Hooks)>> = (0..workers)
+        .map(|_| {
+            let hooks = Hooks {
+                filter: None,
+                failure: failure.clone(),
+                bar: None,
+                start,
+            };
+            Some((outputs.handler(digest, &failure), hooks))
+        })
+        .collect();
+    let parts = Mutex::new(parts);
+    let sockets = match open_live(&live, workers) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("streamcap: {e}");
+            return ExitCode::from(match e.kind() {
+                LiveErrorKind::NoSuchInterface => 2,
+                _ => 1,
+            });
+        }
+    };
+    outputs.begin(&failure);
+    if !c.quiet {
+        let group = live
+            .fanout
+            .map_or(String::new(), |f| format!(", fan-out group {} ({})", f.group, f.mode));
+        eprintln!(
+            "streamcap: capturing on {iface} ({workers} worker{}{group}); Ctrl-C to stop",
+            if workers == 1 { "" } else { "s" }
+        );
+    }
+    let mut report = capture.run_live_on(sockets, &par, |i| {
+        parts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(i)
+            .and_then(Option::take)
+            .unwrap_or_else(|| unreachable!("one part per worker"))
+    });
+    let wall = start.elapsed().as_secs_f64();
+    let (files, per_worker) = run::finish_workers(&mut report.workers);
+    outputs.finish(&failure);
+    if let Some(code) = run::output_failure(&failure) {
+        return code;
+    }
+    let kernel = total_kernel_stats(report.workers.iter().filter_map(|w| w.kernel.as_ref()));
+    let live_error = report.workers.iter_mut().find_map(|w| w.live_error.take());
+    if !c.quiet {
+        run::summary(
+            &format!("interface {iface}"),
+            &Outcome {
+                stats: report.stats,
+                read: report.packets_read,
+                filter: expr.map(|e| (kernel.packets, e)),
+                files: files.0,
+                file_bytes: files.1,
+                workers: if workers > 1 { per_worker } else { Vec::new() },
+                kernel: Some((kernel.packets, kernel.drops, kernel.freeze_count)),
+                wall,
+            },
+            &par,
+        );
+    }
+    if let Some(e) = live_error {
+        eprintln!("streamcap: {e}");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// The system's page size.
+fn page_size() -> usize {
+    streamcap::source::page_size()
 }

@@ -4,6 +4,7 @@ mod handler;
 mod live;
 mod output;
 mod record;
+mod replay;
 mod run;
 mod size;
 mod tcpflow;
@@ -65,6 +66,8 @@ enum Cmd {
     /// printed (pure stream-delivery benchmark).
     #[command(after_help = STREAMS_EXAMPLES)]
     Streams(StreamsArgs),
+    /// Send the frames of a capture out of an interface, optionally at a fixed rate.
+    Replay(replay::ReplayArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -243,6 +246,7 @@ fn dispatch(cmd: Cmd) -> ExitCode {
                 Err(e) => usage(e),
             }
         }
+        Cmd::Replay(a) => replay::run(a),
         Cmd::Flows(a) => run::run(a.common, a.digest, None, false),
         Cmd::Streams(a) => run::run(a.common, false, a.dir, true),
     }

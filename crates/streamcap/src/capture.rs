@@ -274,6 +274,8 @@ impl Capture {
                                 error: run.error,
                                 stopped: run.stopped,
                                 pin_error,
+                                kernel: None,
+                                live_error: None,
                             }
                         })
                 })

@@ -2,6 +2,7 @@
 //!
 //! - [`fanout`]: which worker owns a packet when several workers read the
 //!   same file (in-process fan-out: flow hash or port locality).
+//! - [`live`]: live capture with one kernel fan-out socket per worker.
 //! - [`workers`]: the settings of a multi-worker run ([`workers::Parallel`]),
 //!   CPU pinning, and the per-worker and merged reports.
 //!
@@ -10,4 +11,6 @@
 //! between threads.
 
 pub mod fanout;
+#[cfg(target_os = "linux")]
+pub mod live;
 pub mod workers;

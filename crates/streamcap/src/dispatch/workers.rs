@@ -5,7 +5,7 @@
 use super::fanout::Fanout;
 use crate::capture::RunHooks;
 use crate::deliver::Handler;
-use crate::source::SourceError;
+use crate::source::{KernelStats, LiveError, SourceError};
 use crate::stats::{DefragMerge, GlobalStats};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -78,6 +78,10 @@ pub struct WorkerReport<H, K> {
     pub stopped: bool,
     /// Why pinning the worker to its CPU failed, if it did (the worker ran unpinned).
     pub pin_error: Option<String>,
+    /// Live capture: the kernel's counters of the worker's socket.
+    pub kernel: Option<KernelStats>,
+    /// Live capture: the socket error that stopped the worker, if any.
+    pub live_error: Option<LiveError>,
 }
 
 /// What a multi-worker run produced: each worker's report and the merged

@@ -1114,8 +1114,8 @@ impl Drop for Ring {
     }
 }
 
-/// The system page size.
-fn page_size() -> usize {
+/// The system page size (what [`RingConfig::validate`] needs).
+pub fn page_size() -> usize {
     // SAFETY: sysconf only reads a system constant.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)

@@ -1,0 +1,432 @@
+//! Live capture end to end: generated captures replayed (`streamcap replay`)
+//! into a veth pair inside a network namespace of the test's own, captured
+//! with `streamcap -i`, and checked against the same capture read from the
+//! file. Needs root (CAP_NET_RAW, CAP_NET_ADMIN, CAP_SYS_ADMIN for the
+//! namespace) and `ip`; skips with a message otherwise.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use streamcap_gen::campus::{Campus, CampusConfig};
+
+/// Replay rate of the tests: far below what loses packets on a veth.
+const PPS: &str = "20000";
+
+/// A network namespace with a veth pair `sca` <-> `scb`, deleted on drop.
+struct Netns {
+    name: String,
+}
+
+impl Netns {
+    /// Creates the namespace, or says why it cannot (the test then skips).
+    fn new(test: &str) -> Option<Netns> {
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+        if !root {
+            eprintln!("skipping: live capture tests need root");
+            return None;
+        }
+        if !have("ip", "-V") {
+            eprintln!("skipping: the ip command (iproute2) is not installed");
+            return None;
+        }
+        let name = format!("sc-{}-{test}", std::process::id());
+        let ns = Netns { name };
+        let steps: [&[&str]; 8] = [
+            &["netns", "add", &ns.name],
+            &[
+                "-n", &ns.name, "link", "add", "sca", "type", "veth", "peer", "name", "scb",
+            ],
+            &["-n", &ns.name, "link", "set", "sca", "mtu", "9000"],
+            &["-n", &ns.name, "link", "set", "scb", "mtu", "9000"],
+            &["-n", &ns.name, "link", "set", "lo", "up"],
+            &["-n", &ns.name, "link", "set", "sca", "up"],
+            &["-n", &ns.name, "link", "set", "scb", "up"],
+            &["-n", &ns.name, "link", "show", "scb"],
+        ];
+        // No IPv6 on the pair: the kernel itself then sends nothing on it.
+        for (i, args) in steps.iter().enumerate() {
+            if i == 5 {
+                let _ = ns
+                    .exec(&["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])
+                    .output();
+            }
+            let o = Command::new("ip").args(*args).output();
+            match o {
+                Ok(o) if o.status.success() => {}
+                Ok(o) => {
+                    eprintln!(
+                        "skipping: ip {}: {}",
+                        args.join(" "),
+                        String::from_utf8_lossy(&o.stderr).trim()
+                    );
+                    return None;
+                }
+                Err(e) => {
+                    eprintln!("skipping: cannot run ip: {e}");
+                    return None;
+                }
+            }
+        }
+        Some(ns)
+    }
+
+    /// A command run inside the namespace.
+    fn exec(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name]).args(args);
+        c
+    }
+
+    /// Starts `streamcap ARGS -i scb` inside the namespace and waits until
+    /// its sockets are open (the "capturing on" line).
+    fn capture(&self, args: &[&str]) -> Capturing {
+        let mut cmd = self.exec(&[BIN]);
+        cmd.args(args)
+            .args(["-i", "scb"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start streamcap");
+        let stderr = child.stderr.take().expect("stderr");
+        let mut lines = BufReader::new(stderr).lines();
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        assert!(
+            first.contains("capturing on scb"),
+            "streamcap did not start capturing: {first}"
+        );
+        // Read the rest of stderr in the background (the summary).
+        let rest =
+            std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
+        Capturing { child, rest }
+    }
+
+    /// Replays `pcap` onto `sca` at the test rate.
+    fn replay(&self, pcap: &Path) {
+        let o = self
+            .exec(&[
+                BIN,
+                "replay",
+                "-r",
+                pcap.to_str().unwrap_or_default(),
+                "-i",
+                "sca",
+                "--pps",
+                PPS,
+            ])
+            .output()
+            .expect("run streamcap replay");
+        assert!(
+            o.status.success(),
+            "replay failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .output();
+    }
+}
+
+/// A running live capture.
+struct Capturing {
+    child: Child,
+    rest: std::thread::JoinHandle<String>,
+}
+
+impl Capturing {
+    /// Sends SIGINT (as Ctrl-C would) and collects the output.
+    fn interrupt(self) -> (Output, String) {
+        // Let the last block's timeout hand the tail of the replay over.
+        std::thread::sleep(Duration::from_millis(300));
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-INT", &pid]).status();
+        self.wait()
+    }
+
+    /// Waits for the process to end by itself (-c, --duration).
+    fn wait(self) -> (Output, String) {
+        let out = self.child.wait_with_output().expect("wait for streamcap");
+        let err = self.rest.join().unwrap_or_default();
+        (out, err)
+    }
+}
+
+fn temp_capture(name: &str, cfg: Option<CampusConfig>) -> PathBuf {
+    let dir = tempdir(&format!("live-{name}"));
+    let bytes = match cfg {
+        Some(cfg) => Campus::new(cfg).to_bytes().0,
+        None => streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes(),
+    };
+    let p = dir.join("in.pcap");
+    std::fs::write(&p, bytes).expect("write capture");
+    p
+}
+
+fn campus_cfg() -> CampusConfig {
+    CampusConfig {
+        seed: 21,
+        packets: 12_000,
+        concurrency: 200,
+        fragment: 0.02,
+        vlan: 0.1,
+        ipv6: 0.1,
+        ..CampusConfig::default()
+    }
+}
+
+/// Records by connection, without the capture times (live times differ).
+fn by_connection(stdout: &[u8]) -> BTreeMap<String, Value> {
+    json_lines(stdout)
+        .into_iter()
+        .map(|mut r| {
+            let key = format!(
+                "{} {}:{} {}:{} {}",
+                r["proto"], r["src_ip"], r["src_port"], r["dst_ip"], r["dst_port"], r["vlan"]
+            );
+            if let Some(o) = r.as_object_mut() {
+                o.remove("ts");
+                o.remove("last_ts");
+            }
+            (key, r)
+        })
+        .collect()
+}
+
+fn file_records(pcap: &Path, extra: &[&str]) -> BTreeMap<String, Value> {
+    let mut args = vec![
+        "flows",
+        "--digest",
+        "-q",
+        "-r",
+        pcap.to_str().unwrap_or_default(),
+    ];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    assert_eq!(o.status.code(), Some(0));
+    by_connection(&o.stdout)
+}
+
+/// The kernel line of the summary: (passed the filter, dropped).
+fn kernel_counts(summary: &str) -> (u64, u64) {
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("kernel"))
+        .unwrap_or_else(|| panic!("no kernel line in the summary:\n{summary}"));
+    let nums: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(',').parse().ok())
+        .collect();
+    (nums[0], nums[1])
+}
+
+#[test]
+fn live_records_equal_the_file_records() {
+    let Some(ns) = Netns::new("equal") else {
+        return;
+    };
+    for (name, cfg) in [("sample", None), ("campus", Some(campus_cfg()))] {
+        let pcap = temp_capture(name, cfg);
+        let want = file_records(&pcap, &[]);
+        let cap = ns.capture(&["flows", "--digest"]);
+        ns.replay(&pcap);
+        let (out, summary) = cap.interrupt();
+        assert_eq!(out.status.code(), Some(0), "{summary}");
+        assert_eq!(kernel_counts(&summary).1, 0, "no kernel drops: {summary}");
+        let got = by_connection(&out.stdout);
+        // End reasons may differ for flows that timed out in the file's
+        // (longer) time; everything else is the same.
+        assert_eq!(got.len(), want.len(), "{name}: connections");
+        for (k, w) in &want {
+            let g = got
+                .get(k)
+                .unwrap_or_else(|| panic!("{name}: {k} not captured"));
+            assert_eq!(g["orig"], w["orig"], "{name}: {k} orig");
+            assert_eq!(g["resp"], w["resp"], "{name}: {k} resp");
+        }
+    }
+}
+
+#[test]
+fn workers_and_processes_in_one_fanout_group_split_connections() {
+    let Some(ns) = Netns::new("fanout") else {
+        return;
+    };
+    // No IP fragments: the kernel's hash fan-out reassembles them before the
+    // sockets see them (PACKET_FANOUT_FLAG_DEFRAG, which keeps them with
+    // their flow), so a fragmented datagram would count as one packet.
+    let cfg = CampusConfig {
+        fragment: 0.0,
+        ..campus_cfg()
+    };
+    let pcap = temp_capture("fanout", Some(cfg));
+    let want = file_records(&pcap, &[]);
+
+    // Two threads of one process.
+    let cap = ns.capture(&["flows", "--digest", "--workers", "2"]);
+    ns.replay(&pcap);
+    let (out, summary) = cap.interrupt();
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    let got = by_connection(&out.stdout);
+    assert_eq!(got.len(), want.len());
+    for (k, w) in &want {
+        let g = &got[k];
+        assert_eq!((&g["orig"], &g["resp"]), (&w["orig"], &w["resp"]), "{k}");
+    }
+    let workers = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("workers"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        workers.contains("#0: ") && workers.contains("#1: "),
+        "{summary}"
+    );
+
+    // Two processes in one group: disjoint halves whose union is everything,
+    // each connection whole (both directions) on one side.
+    let a = ns.capture(&["flows", "--digest", "--group", "4242"]);
+    let b = ns.capture(&["flows", "--digest", "--group", "4242"]);
+    ns.replay(&pcap);
+    let (oa, sa) = a.interrupt();
+    let (ob, sb) = b.interrupt();
+    assert_eq!(oa.status.code(), Some(0), "{sa}");
+    assert_eq!(ob.status.code(), Some(0), "{sb}");
+    let (ra, rb) = (by_connection(&oa.stdout), by_connection(&ob.stdout));
+    assert!(
+        !ra.is_empty() && !rb.is_empty(),
+        "both processes got connections"
+    );
+    for k in ra.keys() {
+        assert!(!rb.contains_key(k), "{k} seen by both processes");
+    }
+    assert_eq!(ra.len() + rb.len(), want.len());
+    for (k, w) in &want {
+        let g = ra
+            .get(k)
+            .or_else(|| rb.get(k))
+            .unwrap_or_else(|| panic!("{k} missing"));
+        assert_eq!((&g["orig"], &g["resp"]), (&w["orig"], &w["resp"]), "{k}");
+    }
+}
+
+#[test]
+fn kernel_filter_keeps_other_packets_out_of_user_space() {
+    let Some(ns) = Netns::new("filter") else {
+        return;
+    };
+    // No VLAN tags: the interface strips them before the kernel filter
+    // runs, so live `udp` also matches tagged UDP (as with tcpdump -i),
+    // while on a file it does not (as with tcpdump -r).
+    let cfg = CampusConfig {
+        vlan: 0.0,
+        ..campus_cfg()
+    };
+    let pcap = temp_capture("filter", Some(cfg));
+    // How many packets the filter matches in the file.
+    let o = run(&["flows", "-r", pcap.to_str().unwrap_or_default(), "udp"]);
+    let summary = String::from_utf8_lossy(&o.stderr).into_owned();
+    let matched: u64 = summary
+        .split(", ")
+        .find_map(|p| {
+            p.strip_suffix(" matched \"udp\"")
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or_else(|| panic!("no matched count: {summary}"));
+    let want = file_records(&pcap, &["udp"]);
+
+    let cap = ns.capture(&["flows", "--digest", "udp"]);
+    ns.replay(&pcap);
+    let (out, summary) = cap.interrupt();
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    let (passed, dropped) = kernel_counts(&summary);
+    assert_eq!(dropped, 0);
+    // Only the matching packets reached the socket: the kernel counted
+    // exactly those, and the engine read exactly those.
+    assert_eq!(passed, matched, "{summary}");
+    assert!(
+        summary.contains(&format!("packets      {matched} read")),
+        "{summary}"
+    );
+    let got = by_connection(&out.stdout);
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    assert!(got.values().all(|r| r["proto"] == "udp"));
+}
+
+#[test]
+fn sigint_flushes_open_streams_and_count_and_duration_stop() {
+    let Some(ns) = Netns::new("stop") else { return };
+    let pcap = temp_capture("stop", None);
+    let want = file_records(&pcap, &[]);
+    let open_at_end = want.values().filter(|r| r["end"] == "eof").count();
+    assert!(open_at_end > 0);
+
+    let cap = ns.capture(&["flows", "--digest"]);
+    ns.replay(&pcap);
+    let (out, summary) = cap.interrupt();
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    let got = by_connection(&out.stdout);
+    let eof = got.values().filter(|r| r["end"] == "eof").count();
+    assert_eq!(
+        eof, open_at_end,
+        "streams open at Ctrl-C are flushed as eof"
+    );
+    assert!(
+        summary.contains("flows "),
+        "the summary is printed: {summary}"
+    );
+
+    // -c: stops by itself after that many packets.
+    let cap = ns.capture(&["flows", "-c", "100"]);
+    ns.replay(&pcap);
+    let (out, summary) = cap.wait();
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    assert!(summary.contains("packets      100 read"), "{summary}");
+
+    // --duration: stops by itself on an idle link.
+    let t = Instant::now();
+    let cap = ns.capture(&["flows", "--duration", "0.5"]);
+    let (out, summary) = cap.wait();
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn live_errors_are_clear() {
+    let Some(ns) = Netns::new("errors") else {
+        return;
+    };
+    let o = ns
+        .exec(&[BIN, "flows", "-i", "nosuch0"])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("nosuch0"), "{err}");
+    let o = ns
+        .exec(&[BIN, "flows", "-i", "scb", "--fanout", "lb"])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("breaks flow affinity"));
+    let o = ns
+        .exec(&[BIN, "flows", "-i", "scb", "--fanout", "locality"])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(2));
+}
