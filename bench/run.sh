@@ -114,3 +114,14 @@ ARGS=(run --streamcap "$BIN/streamcap" --peers "$PEERS" --runs "$RUNS"
 [ "$PLOT" = 1 ] && ARGS+=(--png bench/results/latest.png)
 [ -n "$IDLE_CONNS" ] && ARGS+=(--idle-conns "$IDLE_CONNS")
 "$BIN/streamcap-bench" "${ARGS[@]}" "${WORKLOADS[@]}"
+
+# 6. Live capture on a veth pair (root, iproute2): the highest replay rate
+# without kernel drops, streamcap flows -i next to tcpdump -w /dev/null.
+if [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1; then
+  LIVE_PCAP="$BENCH_WORK/campus-small-$PACKETS.pcap"
+  [ -s "$LIVE_PCAP" ] || LIVE_PCAP="${WORKLOADS[0]#*=}"
+  "$BIN/streamcap-bench" live --streamcap "$BIN/streamcap" --pcap "$LIVE_PCAP" \
+    --json bench/results/live.json || say "live benchmark failed (see above)"
+else
+  say "skipping the live benchmark: needs root and iproute2 (network namespaces, veth)"
+fi

@@ -3,6 +3,8 @@
 #   tshark   - reference reassembly (follow,tcp,raw) and conversation counts
 #   tcpflow  - reference for `streamcap streams -w` files
 #   libpcap  - libpcap's filter compiler, loaded at run time for tcpdump-syntax filters
+#   iproute2 - `ip netns` / veth pairs for the live-capture tests (run as root)
+#   procps   - sysctl, to switch IPv6 off on the test veth pairs
 # Tests that need a missing tool skip with a message, so this is optional on a
 # developer machine; CI runs it. Needs root (or sudo) and Debian/Ubuntu.
 #
@@ -18,7 +20,7 @@
 #   fonts-dejavu-core                         - labels of the --plot chart
 #   linux-perf                                - optional profiles (perf record)
 set -euo pipefail
-pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump)
+pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time fonts-dejavu-core linux-perf)
 fi

@@ -7,6 +7,7 @@
 //! streamcap-bench run --streamcap BIN [--peers DIR] [--runs N] [--json FILE]
 //!                     [--png FILE] [--tmp DIR] [--slow-limit SECS]
 //!                     [--idle-conns N,N...] [--idle-baseline N] [NAME=FILE...]
+//! streamcap-bench live --streamcap BIN --pcap FILE [--frames N] [--rates R,R,max]
 //! ```
 //!
 //! `bench/run.sh` drives it; see `bench/README.md`.
@@ -15,6 +16,7 @@ mod capinfo;
 mod conns;
 mod gen;
 mod idle;
+mod live;
 mod plot;
 mod runner;
 
@@ -35,7 +37,12 @@ usage:
       runs every streamcap mode and every available peer on each workload;
       --idle-conns also measures peak memory per idle TCP connection
       (streamcap flows and the libnids peers on `conns` files of N
-      connections in --tmp, against --idle-baseline connections, default 1000)";
+      connections in --tmp, against --idle-baseline connections, default 1000)
+  streamcap-bench live --streamcap BIN --pcap FILE [--frames N]
+                       [--rates PPS,PPS,...,max] [--json FILE]
+      (root) the highest replay rate without kernel drops for
+      `streamcap flows -i` and `tcpdump -w /dev/null` on a veth pair in a
+      namespace of its own";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -43,6 +50,7 @@ fn main() -> ExitCode {
         Some("gen") => cmd_gen(&args[1..]),
         Some("conns") => cmd_conns(&args[1..]),
         Some("run") => runner::cmd_run(&args[1..]),
+        Some("live") => live::cmd_live(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

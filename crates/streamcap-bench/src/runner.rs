@@ -182,49 +182,29 @@ fn which(prog: &str) -> Option<PathBuf> {
 /// The tools to run, and the peers skipped with the reason.
 fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
     let sc = o.streamcap.display().to_string();
-    let mut t = vec![
-        Tool {
-            tool: "streamcap".into(),
-            mode: "flows".into(),
-            kind: Kind::Streamcap,
-            argv: vec![
-                sc.clone(),
-                "flows".into(),
-                "-q".into(),
-                "-r".into(),
-                "{FILE}".into(),
-            ],
-            found_unit: "conn",
-        },
-        Tool {
-            tool: "streamcap".into(),
-            mode: "streams".into(),
-            kind: Kind::Streamcap,
-            argv: vec![
-                sc.clone(),
-                "streams".into(),
-                "-q".into(),
-                "-r".into(),
-                "{FILE}".into(),
-            ],
-            found_unit: "conn",
-        },
-        Tool {
-            tool: "streamcap".into(),
-            mode: "streams --cutoff 10KiB".into(),
-            kind: Kind::Streamcap,
-            argv: vec![
-                sc,
-                "streams".into(),
-                "-q".into(),
-                "--cutoff".into(),
-                "10KiB".into(),
-                "-r".into(),
-                "{FILE}".into(),
-            ],
-            found_unit: "conn",
-        },
+    // streamcap's modes: (label, arguments before `-r FILE`).
+    let modes: [(&str, &[&str]); 5] = [
+        ("flows", &["flows"]),
+        ("streams", &["streams"]),
+        ("streams --cutoff 10KiB", &["streams", "--cutoff", "10KiB"]),
+        ("flows --workers 2", &["flows", "--workers", "2"]),
+        ("streams --workers 2", &["streams", "--workers", "2"]),
     ];
+    let mut t: Vec<Tool> = modes
+        .iter()
+        .map(|(mode, args)| {
+            let mut argv = vec![sc.clone()];
+            argv.extend(args.iter().map(|a| a.to_string()));
+            argv.extend(["-q".into(), "-r".into(), "{FILE}".into()]);
+            Tool {
+                tool: "streamcap".into(),
+                mode: (*mode).into(),
+                kind: Kind::Streamcap,
+                argv,
+                found_unit: "conn",
+            }
+        })
+        .collect();
     let mut skipped = Vec::new();
     let peers = o.peers.clone().unwrap_or_default();
     for (name, kind, mode, unit) in [
@@ -835,6 +815,18 @@ fn print_table(w: &Workload) {
             fmt_ratio(r.vs_nids_streams),
             fmt_ratio(r.vs_pcap_flows),
         );
+    }
+    println!();
+    let wall = |mode: &str| {
+        w.results
+            .iter()
+            .find(|r| r.tool == "streamcap" && r.mode == mode)
+            .map(|r| r.median_wall_s)
+    };
+    for m in ["flows", "streams"] {
+        if let (Some(one), Some(two)) = (wall(m), wall(&format!("{m} --workers 2"))) {
+            println!("2 workers vs 1, {m}: {:.2}x throughput", one / two);
+        }
     }
     println!();
 }

@@ -141,9 +141,9 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
     };
     outputs.begin(&failure);
     if !c.quiet {
-        let group = live
-            .fanout
-            .map_or(String::new(), |f| format!(", fan-out group {} ({})", f.group, f.mode));
+        let group = live.fanout.map_or(String::new(), |f| {
+            format!(", fan-out group {} ({})", f.group, f.mode)
+        });
         eprintln!(
             "streamcap: capturing on {iface} ({workers} worker{}{group}); Ctrl-C to stop",
             if workers == 1 { "" } else { "s" }
