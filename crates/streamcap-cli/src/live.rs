@@ -94,7 +94,11 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         }
     }
 
-    let mut builder = Capture::builder().config(run::config(&c, digest, streams));
+    let cfg = match run::config(&c, digest, streams) {
+        Ok(cfg) => cfg,
+        Err(e) => return usage(e),
+    };
+    let mut builder = Capture::builder().config(cfg);
     if let Some(t) = c.timeout {
         builder = builder.inactivity_timeout(t);
     }

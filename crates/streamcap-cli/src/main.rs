@@ -161,6 +161,11 @@ struct Common {
     /// Cutoff for the responder's direction.
     #[arg(long, value_name = "BYTES", value_parser = parse_limit)]
     cutoff_resp: Option<Limit>,
+    /// A cutoff for the connections whose first packet matches a filter, as
+    /// FILTER=BYTES (e.g. 'port 80=1MiB', 'udp=0'); repeatable, the first
+    /// match wins (Scap cutoff classes).
+    #[arg(long, value_name = "FILTER=BYTES", value_parser = run::parse_class)]
+    cutoff_class: Vec<run::ClassArg>,
     /// Chunk size (bytes per data event).
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
     chunk: Option<u64>,

@@ -17,7 +17,7 @@ use streamcap::decode::DecodeError;
 use streamcap::deliver::EndReason;
 use streamcap::dispatch::fanout::Fanout;
 use streamcap::dispatch::workers::{Parallel, WorkerReport};
-use streamcap::filter::{Filter, FilterError};
+use streamcap::filter::{CutoffClass, Filter, FilterError};
 use streamcap::stats::ProtoClass;
 use streamcap::{
     Capture, Config, FileSource, GlobalStats, OverlapPolicy, RawPacket, ReassemblyMode,
@@ -117,8 +117,31 @@ pub fn parse_cpus(s: &str) -> Result<CpuList, String> {
 #[derive(Clone, Debug)]
 pub struct CpuList(pub Vec<usize>);
 
-/// The engine configuration the options ask for.
-pub(crate) fn config(c: &Common, digest: bool, streams: bool) -> Config {
+/// A `--cutoff-class FILTER=BYTES` option, parsed but not compiled yet.
+#[derive(Clone, Debug)]
+pub struct ClassArg {
+    expr: String,
+    cutoff: Option<u64>,
+}
+
+/// Parses `FILTER=BYTES` (the last `=` separates them: filters contain none).
+pub fn parse_class(s: &str) -> Result<ClassArg, String> {
+    let (expr, size) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{s:?}: expected FILTER=BYTES, e.g. 'port 80=1MiB'"))?;
+    if expr.trim().is_empty() {
+        return Err(format!("{s:?}: the filter is empty"));
+    }
+    let cutoff = crate::size::parse_limit(size.trim())?;
+    Ok(ClassArg {
+        expr: expr.trim().to_string(),
+        cutoff,
+    })
+}
+
+/// The engine configuration the options ask for; fails on a cutoff class
+/// libpcap refuses.
+pub(crate) fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {
     let default_cutoff = if digest || streams { None } else { Some(0) };
     let mut cfg = Config {
         mode: match c.mode {
@@ -146,12 +169,22 @@ pub(crate) fn config(c: &Common, digest: bool, streams: bool) -> Config {
     if let Some(m) = c.memory {
         cfg.memory_size = usize::try_from(m).unwrap_or(usize::MAX);
     }
-    cfg
+    for class in &c.cutoff_class {
+        let compiled = CutoffClass::new(&class.expr, class.cutoff.unwrap_or(u64::MAX))
+            .map_err(|e| format!("--cutoff-class: {}", filter_message(e)))?;
+        cfg.cutoff_classes.push(compiled);
+    }
+    Ok(cfg)
 }
 
 /// Compiles the filter expression for one worker.
 fn filter(expr: &str) -> Result<Filter, String> {
-    Filter::new(expr).map_err(|e| match e {
+    Filter::new(expr).map_err(filter_message)
+}
+
+/// A filter error as the command line reports it.
+fn filter_message(e: FilterError) -> String {
+    match e {
         FilterError::Unavailable(e) => format!(
             "a filter was given but libpcap could not be loaded; install libpcap0.8 to use filters ({e})"
         ),
@@ -159,7 +192,7 @@ fn filter(expr: &str) -> Result<Filter, String> {
             format!("invalid filter {expr:?}: {message}")
         }
         e => e.to_string(),
-    })
+    }
 }
 
 /// The outputs of a run: the record output and, with `-w DIR`, the
@@ -323,7 +356,11 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
             Err(e) => return usage(e),
         }
     }
-    let mut builder = Capture::builder().config(config(&c, digest, streams));
+    let cfg = match config(&c, digest, streams) {
+        Ok(cfg) => cfg,
+        Err(e) => return usage(e),
+    };
+    let mut builder = Capture::builder().config(cfg);
     if let Some(t) = c.timeout {
         builder = builder.inactivity_timeout(t);
     }

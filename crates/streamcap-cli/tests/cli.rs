@@ -486,3 +486,63 @@ fn completions_and_help() {
         "{h}"
     );
 }
+
+#[test]
+fn cutoff_classes() {
+    let dir = tempdir("classes");
+    let f = dir.join("sample.pcap");
+    std::fs::write(
+        &f,
+        streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes(),
+    )
+    .expect("write sample");
+    let fs = f.to_str().unwrap_or_default();
+    if run(&["flows", "-q", "-r", fs, "tcp"]).status.code() != Some(0) {
+        eprintln!("skipping: libpcap is not available");
+        return;
+    }
+    let o = run(&[
+        "flows",
+        "-q",
+        "-r",
+        fs,
+        "--digest",
+        "--cutoff-class",
+        "udp=0",
+        "--cutoff-class",
+        "tcp port 22=10",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let recs = json_lines(&o.stdout);
+    let (mut udp, mut ssh) = (0, 0);
+    for r in &recs {
+        for d in ["orig", "resp"] {
+            let captured = r[d]["captured"].as_u64().unwrap_or(u64::MAX);
+            // What reached the capture (holes are missing, not captured).
+            let total =
+                r[d]["stream_bytes"].as_u64().unwrap_or(0) - r[d]["missing"].as_u64().unwrap_or(0);
+            match (
+                r["proto"].as_str(),
+                r["dst_port"].as_u64(),
+                r["vlan"].is_null(),
+            ) {
+                (Some("udp"), _, true) => {
+                    udp += 1;
+                    assert_eq!(captured, 0, "{r}");
+                }
+                (Some("tcp"), Some(22), true) => {
+                    ssh += 1;
+                    assert_eq!(captured, total.min(10), "{r}");
+                }
+                (_, _, true) => assert_eq!(captured, total, "{r}"),
+                _ => {}
+            }
+        }
+    }
+    assert!(udp > 0 && ssh > 0);
+    for bad in ["port 80", "portx 80=1", "=5", "udp=5XB"] {
+        let o = run(&["flows", "-r", fs, "--cutoff-class", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

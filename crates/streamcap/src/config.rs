@@ -50,6 +50,10 @@ impl FromStr for ReassemblyMode {
 pub struct Config {
     /// Bytes of stream data (chunks, out-of-order segments, packet records) held at most.
     pub memory_size: usize,
+    /// Cutoffs for the connections whose first packet matches a filter
+    /// (Scap `scap_add_cutoff_class`); the first class that matches wins and
+    /// replaces the cutoffs above for both directions.
+    pub cutoff_classes: Vec<crate::filter::CutoffClass>,
     /// TCP reassembly mode.
     pub mode: ReassemblyMode,
     /// Default overlap policy.
@@ -100,6 +104,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             memory_size: 512 << 20,
+            cutoff_classes: Vec::new(),
             mode: ReassemblyMode::Fast,
             policy: OverlapPolicy::default(),
             need_packets: false,

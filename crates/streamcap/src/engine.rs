@@ -1086,7 +1086,7 @@ impl<H: Handler> Worker<H> {
                     let header = net.ip_len.saturating_sub(net.payload_wire_len);
                     let ip_len = header + scratch.len() as u32;
                     self.frag_wire = Some(wire);
-                    self.handle_ip(&net, &scratch, scratch.len() as u32, ip_len, pkt.ts);
+                    self.handle_ip(pkt, &net, &scratch, scratch.len() as u32, ip_len);
                     self.frag_wire = None;
                     self.scratch = scratch;
                 }
@@ -1100,7 +1100,7 @@ impl<H: Handler> Worker<H> {
         }
         self.count_frame(pkt);
         self.stats.ip_packets += 1;
-        self.handle_ip(&net, net.payload, net.payload_wire_len, net.ip_len, pkt.ts);
+        self.handle_ip(pkt, &net, net.payload, net.payload_wire_len, net.ip_len);
     }
 
     /// Counts a frame this worker owns in the global packet counters.
@@ -1112,13 +1112,16 @@ impl<H: Handler> Worker<H> {
         }
     }
 
+    /// Handles an IP packet (`payload` is its transport header and data,
+    /// reassembled if it came in fragments); `frame` is the captured frame
+    /// that carried it (or its last fragment).
     fn handle_ip(
         &mut self,
+        frame: &RawPacket<'_>,
         net: &NetPacket<'_>,
         payload: &[u8],
         wire_len: u32,
         ip_len: u32,
-        ts: Timestamp,
     ) {
         let t = match decode_transport(net.proto, payload, wire_len) {
             Ok(t) => t,
@@ -1129,30 +1132,30 @@ impl<H: Handler> Worker<H> {
         };
         self.stats.proto_packets[ProtoClass::of(net.proto) as usize] += 1;
         match t {
-            Transport::Tcp(seg) => self.handle_tcp(net, &seg, ip_len, ts),
+            Transport::Tcp(seg) => self.handle_tcp(frame, net, &seg, ip_len),
             Transport::Udp(u) => {
                 let (key, side) =
                     FlowKey::new(net.src, u.src_port, net.dst, u.dst_port, 17, net.vlan_key());
                 self.handle_datagram(
+                    frame,
                     key,
                     side,
                     Kind::Udp,
                     u.payload,
                     u.payload_wire_len,
                     ip_len,
-                    ts,
                 );
             }
             Transport::Icmp(m) => {
                 let (key, side) = FlowKey::new(net.src, 0, net.dst, 0, net.proto, net.vlan_key());
                 self.handle_datagram(
+                    frame,
                     key,
                     side,
                     Kind::Other,
                     m.payload,
                     m.payload_wire_len,
                     ip_len,
-                    ts,
                 );
             }
             Transport::Other {
@@ -1161,19 +1164,34 @@ impl<H: Handler> Worker<H> {
             } => {
                 let (key, side) = FlowKey::new(net.src, 0, net.dst, 0, net.proto, net.vlan_key());
                 self.handle_datagram(
+                    frame,
                     key,
                     side,
                     Kind::Other,
                     payload,
                     payload_wire_len,
                     ip_len,
-                    ts,
                 );
             }
         }
     }
 
-    fn create_conn(&mut self, key: FlowKey, orig_side: Side, kind: Kind) -> u32 {
+    /// The cutoff of the first cutoff class the frame matches, if any.
+    fn class_cutoff(&self, frame: &RawPacket<'_>) -> Option<u64> {
+        self.cfg
+            .cutoff_classes
+            .iter()
+            .find(|c| c.matches(frame))
+            .map(|c| c.cutoff())
+    }
+
+    fn create_conn(
+        &mut self,
+        frame: &RawPacket<'_>,
+        key: FlowKey,
+        orig_side: Side,
+        kind: Kind,
+    ) -> u32 {
         if self.table.len() >= self.cfg.max_flows.max(1) {
             if let Some(victim) = self.table.eviction_candidate() {
                 self.terminate(victim, EndReason::Evicted);
@@ -1190,8 +1208,16 @@ impl<H: Handler> Worker<H> {
         };
         // The connection's first packet time is the start of the direction
         // that `begin_packet` creates first, right after this.
+        let mut dirs = [mk(Side::A), mk(Side::B)];
+        if let Some(cutoff) = self.class_cutoff(frame) {
+            for d in &mut dirs {
+                if d.params(&self.defaults).cutoff != cutoff {
+                    d.x(&self.defaults).params.cutoff = cutoff;
+                }
+            }
+        }
         let conn = Conn {
-            dirs: [mk(Side::A), mk(Side::B)],
+            dirs,
             conn_id: id,
             history: History::default(),
             kind,
@@ -1250,17 +1276,18 @@ impl<H: Handler> Worker<H> {
     #[allow(clippy::too_many_arguments)]
     fn handle_datagram(
         &mut self,
+        frame: &RawPacket<'_>,
         key: FlowKey,
         side: Side,
         kind: Kind,
         payload: &[u8],
         wire: u32,
         ip_len: u32,
-        ts: Timestamp,
     ) {
+        let ts = frame.ts;
         let idx = match self.table.find(&key) {
             Some(i) => i,
-            None => self.create_conn(key, side, kind),
+            None => self.create_conn(frame, key, side, kind),
         };
         self.begin_packet(idx, side, ip_len, ts);
         if wire > 0 {
@@ -1303,11 +1330,12 @@ impl<H: Handler> Worker<H> {
 
     fn handle_tcp(
         &mut self,
+        frame: &RawPacket<'_>,
         net: &NetPacket<'_>,
         seg: &TcpSegment<'_>,
         ip_len: u32,
-        ts: Timestamp,
     ) {
+        let ts = frame.ts;
         let (key, side) = FlowKey::new(
             net.src,
             seg.src_port,
@@ -1331,7 +1359,7 @@ impl<H: Handler> Worker<H> {
                     });
                 if reuse {
                     self.terminate(i, EndReason::Evicted);
-                    self.create_conn(key, side, Kind::Tcp)
+                    self.create_conn(frame, key, side, Kind::Tcp)
                 } else {
                     i
                 }
@@ -1342,7 +1370,7 @@ impl<H: Handler> Worker<H> {
                 } else {
                     side
                 };
-                self.create_conn(key, orig, Kind::Tcp)
+                self.create_conn(frame, key, orig, Kind::Tcp)
             }
         };
         self.begin_packet(idx, side, ip_len, ts);

@@ -17,7 +17,10 @@
 //! ```
 
 pub mod bpf;
+pub mod class;
 pub mod libpcap;
+
+pub use class::CutoffClass;
 
 use crate::capture::{RunHooks, Verdict};
 use crate::source::{LinkType, RawPacket};
