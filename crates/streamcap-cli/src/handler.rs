@@ -9,6 +9,10 @@ use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How long records of a live capture may wait in a worker's buffer.
+const LIVE_FLUSH: Duration = Duration::from_secs(1);
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
 use streamcap::flow::Direction;
 
@@ -89,6 +93,8 @@ pub struct CliHandler {
     pub file_bytes: u64,
     /// Bytes delivered to the data callback.
     pub delivered: u64,
+    /// When the records were last pushed to the outputs (live capture).
+    last_flush: Instant,
 }
 
 impl CliHandler {
@@ -116,6 +122,7 @@ impl CliHandler {
             files: 0,
             file_bytes: 0,
             delivered: 0,
+            last_flush: Instant::now(),
         }
     }
 
@@ -219,6 +226,22 @@ impl Handler for CliHandler {
             }
         } else {
             std::hint::black_box(data);
+        }
+    }
+
+    /// Live capture: records reach the output within about a second.
+    fn on_tick(&mut self) {
+        if self.last_flush.elapsed() < LIVE_FLUSH || self.failed() {
+            return;
+        }
+        self.last_flush = Instant::now();
+        if let Err(e) = self.out.flush() {
+            self.fail(self.out_name.clone(), e);
+        }
+        if let (Some(w), Some(d)) = (self.jsonl.as_mut(), self.dir.as_ref()) {
+            if let Err(e) = w.flush() {
+                self.fail(d.join("streams.jsonl").display().to_string(), e);
+            }
         }
     }
 

@@ -1,12 +1,11 @@
 //! `streamcap replay`: send the frames of a capture file out of an interface,
-//! optionally at a fixed packet rate.
-//!
-//! Wiring (done in main.rs by the integrator): a `Replay(replay::ReplayArgs)`
-//! variant of the subcommand enum, dispatched to [`run`].
+//! optionally at a fixed packet rate. Ctrl-C stops it and still prints the
+//! summary.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use streamcap::source::{replay_with, Injector, ReplayError, ReplayOptions};
 use streamcap::FileSource;
 
@@ -76,7 +75,14 @@ pub fn run(args: ReplayArgs) -> ExitCode {
         pps: args.pps,
         max_frames: args.count,
     };
-    let stop = AtomicBool::new(false);
+    let stop = Arc::new(AtomicBool::new(false));
+    let _signals = match crate::run::stop_on_signals(&stop, None) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("streamcap: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let report = replay_with(&mut source, &mut injector, &opts, &stop);
     let skipped = match report.skip_reasons() {
         r if r.is_empty() => "0 skipped".to_string(),

@@ -430,3 +430,38 @@ fn live_errors_are_clear() {
         .expect("run");
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn records_reach_the_output_while_capturing() {
+    let Some(ns) = Netns::new("timely") else {
+        return;
+    };
+    let pcap = temp_capture("timely", None);
+    let want = file_records(&pcap, &[]).len();
+    let out = pcap.with_file_name("live.json");
+    // Every connection times out 0.5 s after its last packet on the wall
+    // clock (the link is idle then), and the records are pushed to the
+    // output within about a second, long before Ctrl-C.
+    let cap = ns.capture(&[
+        "flows",
+        "--timeout",
+        "0.5",
+        "-o",
+        out.to_str().unwrap_or_default(),
+    ]);
+    ns.replay(&pcap);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut lines = 0;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        lines = std::fs::read(&out).map_or(0, |b| json_lines(&b).len());
+        if lines == want {
+            break;
+        }
+    }
+    let (o, summary) = cap.interrupt();
+    assert_eq!(o.status.code(), Some(0), "{summary}");
+    assert_eq!(lines, want, "records written before Ctrl-C");
+    // Nothing was left open for Ctrl-C to flush.
+    assert!(summary.contains("eof 0,"), "{summary}");
+}

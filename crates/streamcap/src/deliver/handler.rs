@@ -102,6 +102,11 @@ pub trait Handler {
     fn on_flow_end(&mut self, flow: &mut FlowEnd<'_, Self::State>) {
         let _ = flow;
     }
+    /// Live capture only: called between packets after each block the
+    /// kernel hands over, and at least every
+    /// [`POLL_INTERVAL`](crate::dispatch::live::POLL_INTERVAL) while the link
+    /// is idle — a chance to flush buffered output. Never called for files.
+    fn on_tick(&mut self) {}
 }
 
 type CreateFn<S> = Box<dyn FnMut(&mut Stream<'_, S>)>;

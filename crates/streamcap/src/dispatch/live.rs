@@ -186,6 +186,7 @@ fn capture_loop<H: Handler, K: RunHooks>(
             }
         });
         worker.advance_clock(wall_clock());
+        worker.handler_mut().on_tick();
         match res {
             Ok(_) if halt => {
                 // The packet limit or a hook: stop every worker.
