@@ -974,6 +974,7 @@ impl<H: Handler> Worker<H> {
     /// Advances the worker's clock to `now` without a packet (live capture on
     /// an idle link), so that inactivity and flush timeouts still fire. A
     /// time earlier than the clock is ignored.
+    #[inline]
     pub fn advance_clock(&mut self, now: Timestamp) {
         if now > self.now {
             self.now = now;
@@ -1033,6 +1034,7 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Processes one captured frame.
+    #[inline]
     pub fn process(&mut self, pkt: &RawPacket<'_>) {
         self.advance_clock(pkt.ts);
         let net = match decode_ip(pkt.link, pkt.data) {
