@@ -14,7 +14,6 @@ use streamcap::filter::libpcap::Libpcap;
 use streamcap::source::{
     FanoutJoin, KernelFanout, LiveConfig, LiveErrorKind, RingConfig, MAX_SNAPLEN,
 };
-use streamcap::Capture;
 
 /// `DLT_EN10MB`: the link type of Ethernet and loopback interfaces.
 const DLT_EN10MB: i32 = 1;
@@ -94,18 +93,10 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         }
     }
 
-    let cfg = match run::config(&c, digest, streams) {
-        Ok(cfg) => cfg,
+    let capture = match run::capture(&c, digest, streams) {
+        Ok(cap) => cap,
         Err(e) => return usage(e),
     };
-    let mut builder = Capture::builder().config(cfg);
-    if let Some(t) = c.timeout {
-        builder = builder.inactivity_timeout(t);
-    }
-    if let Some(n) = c.count {
-        builder = builder.max_packets(n);
-    }
-    let capture = builder.build();
     let mut outputs = match Outputs::open(&c, dir) {
         Ok(o) => o,
         Err(e) => return usage(e),

@@ -141,7 +141,7 @@ pub fn parse_class(s: &str) -> Result<ClassArg, String> {
 
 /// The engine configuration the options ask for; fails on a cutoff class
 /// libpcap refuses.
-pub(crate) fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {
+fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {
     let default_cutoff = if digest || streams { None } else { Some(0) };
     let mut cfg = Config {
         mode: match c.mode {
@@ -175,6 +175,18 @@ pub(crate) fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, 
         cfg.cutoff_classes.push(compiled);
     }
     Ok(cfg)
+}
+
+/// The capture the options ask for: configuration, timeouts, packet limit.
+pub(crate) fn capture(c: &Common, digest: bool, streams: bool) -> Result<Capture, String> {
+    let mut builder = Capture::builder().config(config(c, digest, streams)?);
+    if let Some(t) = c.timeout {
+        builder = builder.inactivity_timeout(t);
+    }
+    if let Some(n) = c.count {
+        builder = builder.max_packets(n);
+    }
+    Ok(builder.build())
 }
 
 /// Compiles the filter expression for one worker.
@@ -356,18 +368,10 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
             Err(e) => return usage(e),
         }
     }
-    let cfg = match config(&c, digest, streams) {
-        Ok(cfg) => cfg,
+    let capture = match capture(&c, digest, streams) {
+        Ok(cap) => cap,
         Err(e) => return usage(e),
     };
-    let mut builder = Capture::builder().config(cfg);
-    if let Some(t) = c.timeout {
-        builder = builder.inactivity_timeout(t);
-    }
-    if let Some(n) = c.count {
-        builder = builder.max_packets(n);
-    }
-    let capture = builder.build();
 
     let mut outputs = match Outputs::open(&c, dir) {
         Ok(o) => o,

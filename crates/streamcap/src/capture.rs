@@ -3,7 +3,9 @@
 use crate::config::{Config, ReassemblyMode};
 use crate::deliver::Handler;
 use crate::dispatch::fanout::Shard;
-use crate::dispatch::workers::{pin_current_thread, Drive, Parallel, ParallelReport, WorkerReport};
+use crate::dispatch::workers::{
+    join_workers, pin_current_thread, Drive, Parallel, ParallelReport, WorkerReport,
+};
 use crate::engine::Worker;
 use crate::reassembly::policy::OverlapPolicy;
 use crate::source::{FileSource, PacketSource, RawPacket, SourceError};
@@ -280,13 +282,7 @@ impl Capture {
                         })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                    Err(e) => panic!("cannot start a worker thread: {e}"),
-                })
-                .collect::<Vec<_>>()
+            join_workers(handles)
         });
         Ok(ParallelReport::from_workers(
             reports,

@@ -14,7 +14,7 @@
 //! loss) decides which packets to drop, so a slow callback costs budget,
 //! not random drops in the kernel ring.
 
-use super::workers::{pin_current_thread, Parallel, ParallelReport, WorkerReport};
+use super::workers::{join_workers, pin_current_thread, Parallel, ParallelReport, WorkerReport};
 use crate::capture::{Capture, RunHooks, Verdict};
 use crate::deliver::Handler;
 use crate::engine::Worker;
@@ -127,13 +127,7 @@ impl Capture {
                         })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
-                    Err(e) => panic!("cannot start a capture thread: {e}"),
-                })
-                .collect::<Vec<_>>()
+            join_workers(handles)
         });
         ParallelReport::from_workers(reports, DefragMerge::Sum, false)
     }

@@ -135,6 +135,22 @@ impl<H: Handler, K: RunHooks> ParallelReport<H, K> {
     }
 }
 
+/// Waits for every worker thread of a scope, in order, and returns their
+/// reports; a worker's panic is resumed in the caller, and a thread that
+/// could not be started (the system is out of threads) panics with the
+/// reason.
+pub(crate) fn join_workers<T>(
+    handles: Vec<std::io::Result<std::thread::ScopedJoinHandle<'_, T>>>,
+) -> Vec<T> {
+    handles
+        .into_iter()
+        .map(|h| match h {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            Err(e) => panic!("cannot start a worker thread: {e}"),
+        })
+        .collect()
+}
+
 /// Pins the calling thread to one CPU (`sched_setaffinity`).
 pub fn pin_current_thread(cpu: usize) -> Result<(), String> {
     if cpu >= libc::CPU_SETSIZE as usize {
