@@ -1,5 +1,6 @@
 //! `streamcap`: flow records and reassembled streams from capture files.
 
+mod args;
 mod handler;
 mod live;
 mod output;
@@ -10,9 +11,10 @@ mod size;
 mod tcpflow;
 mod zeek;
 
+use args::CpuList;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use output::Format;
-use run::{usage, CpuList};
+use run::usage;
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -164,8 +166,8 @@ struct Common {
     /// A cutoff for the connections whose first packet matches a filter, as
     /// FILTER=BYTES (e.g. 'port 80=1MiB', 'udp=0'); repeatable, the first
     /// match wins (Scap cutoff classes).
-    #[arg(long, value_name = "FILTER=BYTES", value_parser = run::parse_class)]
-    cutoff_class: Vec<run::ClassArg>,
+    #[arg(long, value_name = "FILTER=BYTES", value_parser = args::parse_class)]
+    cutoff_class: Vec<args::ClassArg>,
     /// Chunk size (bytes per data event).
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
     chunk: Option<u64>,
@@ -194,7 +196,7 @@ struct Common {
     #[arg(long, value_name = "ID")]
     group: Option<u16>,
     /// Pin worker i to the i-th CPU of the list (e.g. 0,1 or 0-3).
-    #[arg(long, value_name = "CPUS", value_parser = run::parse_cpus)]
+    #[arg(long, value_name = "CPUS", value_parser = args::parse_cpus)]
     pin: Option<CpuList>,
     /// Live: the kernel ring of each worker's socket (default 32MiB: a
     /// 100 ms burst at 1 Gbit/s plus per-packet overhead).

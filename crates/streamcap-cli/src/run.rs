@@ -87,58 +87,6 @@ fn open_output(path: Option<&Path>) -> io::Result<Box<dyn Write + Send>> {
     })
 }
 
-/// Parses a CPU list: `0,1`, `0-3`, `0-1,4`.
-pub fn parse_cpus(s: &str) -> Result<CpuList, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let num = |x: &str| {
-            x.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("{x:?} is not a CPU number (expected e.g. 0,1 or 0-3)"))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b || b - a > 4096 {
-                    return Err(format!("{part:?}: not a CPU range"));
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(num(part)?),
-        }
-    }
-    if out.is_empty() {
-        return Err("empty CPU list".into());
-    }
-    Ok(CpuList(out))
-}
-
-/// CPUs to pin workers to (`--pin`).
-#[derive(Clone, Debug)]
-pub struct CpuList(pub Vec<usize>);
-
-/// A `--cutoff-class FILTER=BYTES` option, parsed but not compiled yet.
-#[derive(Clone, Debug)]
-pub struct ClassArg {
-    expr: String,
-    cutoff: Option<u64>,
-}
-
-/// Parses `FILTER=BYTES` (the last `=` separates them: filters contain none).
-pub fn parse_class(s: &str) -> Result<ClassArg, String> {
-    let (expr, size) = s
-        .rsplit_once('=')
-        .ok_or_else(|| format!("{s:?}: expected FILTER=BYTES, e.g. 'port 80=1MiB'"))?;
-    if expr.trim().is_empty() {
-        return Err(format!("{s:?}: the filter is empty"));
-    }
-    let cutoff = crate::size::parse_limit(size.trim())?;
-    Ok(ClassArg {
-        expr: expr.trim().to_string(),
-        cutoff,
-    })
-}
-
 /// The engine configuration the options ask for; fails on a cutoff class
 /// libpcap refuses.
 fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {

@@ -38,6 +38,7 @@
 
 pub mod campus;
 pub mod capture;
+pub mod fuzz_seeds;
 pub mod packet;
 pub mod pcap;
 pub mod prng;

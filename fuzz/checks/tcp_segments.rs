@@ -1,0 +1,74 @@
+//! TCP reassembly driven by arbitrary segments of one connection (either
+//! direction, any sequence number near the ISN, any flags, any bytes), under
+//! every overlap policy and mode: no panic, each delivered chunk continues
+//! its stream, and no stream delivers more than it captured.
+use etherparse::PacketBuilder;
+use streamcap::engine::Worker;
+
+use super::common;
+
+const ISN: [u32; 2] = [0xffff_f000, 1000]; // the client's wraps around
+
+/// Runs the checks on one input (panics on a violation).
+pub fn run(data: &[u8]) {
+    let Some((&sel, mut rest)) = data.split_first() else {
+        return;
+    };
+    let (cb, seen) = common::checking_callbacks();
+    let mut w = Worker::new(common::config(sel), cb);
+    let mut n = 0u64;
+    // Each segment: flags byte (bit 7: from the server), two bytes of
+    // sequence offset, one of length, then that many payload bytes.
+    while rest.len() >= 4 {
+        let (flags, off, len) = (rest[0], u16::from_le_bytes([rest[1], rest[2]]), rest[3]);
+        rest = &rest[4..];
+        let payload = &rest[..usize::from(len).min(rest.len())];
+        rest = &rest[payload.len()..];
+        let server = flags & 0x80 != 0;
+        let (src, dst, sp, dp) = if server {
+            ([10, 0, 0, 2], [10, 0, 0, 1], 80, 40000)
+        } else {
+            ([10, 0, 0, 1], [10, 0, 0, 2], 40000, 80)
+        };
+        let me = usize::from(server);
+        let seq = ISN[me].wrapping_add(u32::from(off)).wrapping_sub(64);
+        let ack = ISN[1 - me].wrapping_add(1 + u32::from(off & 0x3ff));
+        let mut b = PacketBuilder::ethernet2([1; 6], [2; 6])
+            .ipv4(src, dst, 64)
+            .tcp(sp, dp, seq, 65535);
+        if flags & 1 != 0 {
+            b = b.syn();
+        }
+        if flags & 2 != 0 {
+            b = b.ack(ack);
+        }
+        if flags & 4 != 0 {
+            b = b.fin();
+        }
+        if flags & 8 != 0 {
+            b = b.rst();
+        }
+        if flags & 16 != 0 {
+            b = b.psh();
+        }
+        let mut frame = Vec::new();
+        if b.write(&mut frame, payload).is_err() {
+            continue;
+        }
+        n += 1;
+        common::feed(
+            &mut w,
+            1_000_000_000 + n * 1_000,
+            &frame,
+            frame.len() as u32,
+            n,
+        );
+    }
+    let stats = common::finish(&mut w);
+    let delivered: u64 = seen.borrow().next.values().map(|(_, got)| got).sum();
+    assert!(
+        delivered <= stats.totals.captured,
+        "{delivered} delivered, {} captured",
+        stats.totals.captured
+    );
+}
