@@ -22,6 +22,7 @@ fn corpus_never_panics() {
             vec!["flows", "-q", "-r", fs],
             vec!["flows", "--digest", "-r", fs],
             vec!["streams", "-q", "-r", fs],
+            vec!["streams", "-q", "--workers", "2", "-r", fs],
         ] {
             let o = run(&args);
             let err = stderr(&o);
