@@ -208,7 +208,8 @@ fn endless_streams_stay_within_a_chunk_per_stream() {
     assert_eq!(s.ended(EndReason::Eof), 8);
     assert_eq!(s.memory_refusals, 0);
     assert_eq!(s.totals.dropped, 0);
-    assert!(s.memory_peak <= 16 * 16 << 10, "peak {}", s.memory_peak);
+    // Each of the 8 sending streams holds at most one partial 16 KiB chunk.
+    assert!(s.memory_peak <= 8 * (16 << 10), "peak {}", s.memory_peak);
     let to_server: Vec<_> = ends.streams.iter().filter(|c| c.captured > 0).collect();
     assert_eq!(to_server.len(), 8);
 }
@@ -218,4 +219,34 @@ fn normal_baseline_accounts_every_flow() {
     let (s, _, truth) = run(Profile::Normal, 5000, tight());
     assert!(truth.flows > 0);
     assert!(s.totals.captured > 0);
+}
+
+#[test]
+fn every_profile_under_a_64k_budget_in_both_modes() {
+    use streamcap::ReassemblyMode;
+    for mode in [ReassemblyMode::Fast, ReassemblyMode::Strict] {
+        for p in Profile::ALL {
+            let cfg = Config {
+                memory_size: 64 << 10,
+                max_flows: 256,
+                mode,
+                ..tight()
+            };
+            let (s, _, _) = run(p, 3000, cfg);
+            assert_eq!(s.memory_limit, 64 << 10, "{p} {mode}");
+        }
+    }
+}
+
+#[test]
+fn endless_streams_over_a_budget_below_their_chunks_are_refused() {
+    // 8 streams each filling a 16 KiB chunk need more than 64 KiB.
+    let cfg = Config {
+        memory_size: 64 << 10,
+        ..tight()
+    };
+    let (s, _, _) = run(Profile::EndlessStreams, 3000, cfg);
+    assert!(s.memory_refusals > 0);
+    assert!(s.totals.dropped > 0);
+    assert!(s.totals.captured > 0, "some streams still deliver");
 }
