@@ -250,3 +250,27 @@ fn endless_streams_over_a_budget_below_their_chunks_are_refused() {
     assert!(s.totals.dropped > 0);
     assert!(s.totals.captured > 0, "some streams still deliver");
 }
+
+#[test]
+fn closed_connections_hold_their_tail_only_while_they_linger() {
+    // seq-abuse: ~109 packets per connection, 12,000 data bytes each, all
+    // closed by FIN; at 1 µs per packet the whole capture is within the
+    // default 5 s linger, so every closed stream's tail is still held.
+    let lingering = run(Profile::SeqAbuse, 3000, tight()).0;
+    let cfg = Config {
+        close_linger: 0,
+        ..tight()
+    };
+    let prompt = run(Profile::SeqAbuse, 3000, cfg).0;
+    assert!(
+        lingering.memory_peak >= 20 * 12_000,
+        "{}",
+        lingering.memory_peak
+    );
+    assert!(
+        prompt.memory_peak < lingering.memory_peak / 4,
+        "{}",
+        prompt.memory_peak
+    );
+    assert_eq!(prompt.totals.captured, lingering.totals.captured);
+}
