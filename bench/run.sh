@@ -7,11 +7,15 @@
 #
 # Also measures peak memory per idle TCP connection (1,000,000 and 200,000
 # idle connections; 200,000 with --quick).
+# Then runs every adversarial profile (streamcap-gen attack) against the
+# memory, RSS, throughput and accounting bounds (bench/results/attacks.json).
 # Results: bench/results/latest.json (and latest.png with --plot).
 # Environment: CARGO_TARGET_DIR (cargo's), BENCH_WORK (where generated traces
 # and per-run scratch go; default /dev/shm/streamcap-bench when writable),
 # BENCH_PACKETS (generated trace size), BENCH_CORPUS (default ../shared/corpus),
-# BENCH_IDLE_CONNS (comma-separated idle-connection counts; empty: skip).
+# BENCH_IDLE_CONNS (comma-separated idle-connection counts; empty: skip),
+# BENCH_ATTACK_PACKETS (packets per attack profile; default 200000, --quick
+# 50000; 0: skip), BENCH_ATTACK_MEMORY (--memory of the attack runs, bytes).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -23,7 +27,7 @@ while [ $# -gt 0 ]; do
     --plot) PLOT=1 ;;
     --runs) RUNS="${2:?--runs needs a number}"; shift ;;
     --runs=*) RUNS="${1#--runs=}" ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -33,6 +37,8 @@ if [ -z "$RUNS" ]; then
 fi
 PACKETS="${BENCH_PACKETS:-$([ "$QUICK" = 1 ] && echo 300000 || echo 2000000)}"
 IDLE_CONNS="${BENCH_IDLE_CONNS-$([ "$QUICK" = 1 ] && echo 200000 || echo 200000,1000000)}"
+ATTACK_PACKETS="${BENCH_ATTACK_PACKETS:-$([ "$QUICK" = 1 ] && echo 50000 || echo 200000)}"
+ATTACK_MEMORY="${BENCH_ATTACK_MEMORY:-33554432}"
 say() { echo "bench: $*" >&2; }
 
 # 1. Dependencies: install what we can when root, else carry on and skip.
@@ -115,7 +121,16 @@ ARGS=(run --streamcap "$BIN/streamcap" --peers "$PEERS" --runs "$RUNS"
 [ -n "$IDLE_CONNS" ] && ARGS+=(--idle-conns "$IDLE_CONNS")
 "$BIN/streamcap-bench" "${ARGS[@]}" "${WORKLOADS[@]}"
 
-# 6. Live capture on a veth pair (root, iproute2): the highest replay rate
+# 6. Adversarial traffic: every streamcap-gen attack profile and the normal
+# baseline of the same size, checked against the bounds (a report: FAIL rows
+# do not stop the script).
+if [ "$ATTACK_PACKETS" != 0 ]; then
+  "$BIN/streamcap-bench" attacks --streamcap "$BIN/streamcap" --packets "$ATTACK_PACKETS" \
+    --memory "$ATTACK_MEMORY" --runs "$([ "$RUNS" -gt 3 ] && echo 3 || echo "$RUNS")" \
+    --tmp "$BENCH_WORK/attacks" --json bench/results/attacks.json || say "attack benchmark failed (see above)"
+fi
+
+# 7. Live capture on a veth pair (root, iproute2): the highest replay rate
 # without kernel drops, streamcap flows -i next to tcpdump -w /dev/null.
 if [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1; then
   LIVE_PCAP="$BENCH_WORK/campus-small-$PACKETS.pcap"

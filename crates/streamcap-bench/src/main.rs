@@ -8,10 +8,12 @@
 //!                     [--png FILE] [--tmp DIR] [--slow-limit SECS]
 //!                     [--idle-conns N,N...] [--idle-baseline N] [NAME=FILE...]
 //! streamcap-bench live --streamcap BIN --pcap FILE [--frames N] [--rates R,R,max]
+//! streamcap-bench attacks --streamcap BIN [--packets N] [--memory BYTES] [--runs N] [--json FILE]
 //! ```
 //!
 //! `bench/run.sh` drives it; see `bench/README.md`.
 
+mod attacks;
 mod capinfo;
 mod conns;
 mod gen;
@@ -42,7 +44,14 @@ usage:
                        [--rates PPS,PPS,...,max] [--json FILE]
       (root) the highest replay rate without kernel drops for
       `streamcap flows -i` and `tcpdump -w /dev/null` on a veth pair in a
-      namespace of its own";
+      namespace of its own
+  streamcap-bench attacks --streamcap BIN [--packets N] [--memory BYTES]
+                          [--runs N] [--json FILE] [--tmp DIR] [--seed S]
+      every streamcap-gen attack profile and the normal baseline (N packets
+      each, default 200000) through `streamcap streams` and `streamcap flows`
+      with --memory BYTES (default 32 MiB); prints a Markdown table with
+      peak RSS, stream-data peak, packets/s against normal, the byte
+      accounting and pass/FAIL against the bounds (exit 0 either way)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -51,6 +60,7 @@ fn main() -> ExitCode {
         Some("conns") => cmd_conns(&args[1..]),
         Some("run") => runner::cmd_run(&args[1..]),
         Some("live") => live::cmd_live(&args[1..]),
+        Some("attacks") => attacks::cmd_attacks(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

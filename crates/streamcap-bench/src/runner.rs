@@ -167,7 +167,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     Ok(o)
 }
 
-fn which(prog: &str) -> Option<PathBuf> {
+/// `prog` as a path (when it contains `/`) or found on `PATH` (and in
+/// /usr/sbin, /sbin).
+pub(crate) fn which(prog: &str) -> Option<PathBuf> {
     if prog.contains('/') {
         let p = PathBuf::from(prog);
         return p.is_file().then_some(p);

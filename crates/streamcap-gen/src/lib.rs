@@ -31,11 +31,16 @@
 //! flow sizes, thousands of concurrent flows, realistic payloads, ground
 //! truth per flow) that writes traces of any length in constant memory.
 //!
+//! [`attack`] writes adversarial captures (SYN floods, hash-colliding
+//! flows, out-of-order and overlap floods, fragment floods, sequence abuse,
+//! endless streams) and a `normal` baseline of the same size.
+//!
 //! Other traffic models plug in by implementing [`FlowGenerator`] or by feeding
 //! [`GeneratedFlow`]s straight into [`Capture::add_generated`].
 
 #![warn(missing_docs)]
 
+pub mod attack;
 pub mod campus;
 pub mod capture;
 pub mod fuzz_seeds;
@@ -47,6 +52,7 @@ pub mod tcp;
 pub mod truth;
 pub mod udp;
 
+pub use attack::{AttackStats, Profile};
 pub use campus::{Campus, CampusConfig, CampusFlowTruth, CampusStats};
 pub use capture::{Capture, Direction, FlowGenerator, GeneratedFlow, WirePacket};
 pub use packet::{FragmentOrder, LinkSpec, Vlan};

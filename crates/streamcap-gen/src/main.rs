@@ -3,17 +3,20 @@
 //! ```text
 //! streamcap-gen sample -o samples/sample.pcap [--truth samples/sample.truth.jsonl] [--seed N]
 //! streamcap-gen campus -o FILE.pcap [--truth FILE.jsonl] [--packets N] [--seed N] ...
+//! streamcap-gen attack --profile NAME -o FILE.pcap [--packets N] [--seed N]
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use streamcap_gen::attack::{generate_file, Profile};
 use streamcap_gen::campus::timed;
 use streamcap_gen::{sample, Campus, CampusConfig, SAMPLE_DEFAULT_SEED};
 
 const USAGE: &str = "\
 usage: streamcap-gen sample -o FILE.pcap [--truth FILE.jsonl] [--seed N]
        streamcap-gen campus -o FILE.pcap [--truth FILE.jsonl] [options]
+       streamcap-gen attack --profile NAME -o FILE.pcap [--packets N] [--seed N]
 
 sample: writes the deterministic sample capture (about 40 mixed flows) and,
 optionally, its ground truth as JSON lines. The same seed always produces
@@ -36,7 +39,12 @@ truth line per flow. Options (defaults in brackets):
   --ipv6 F           fraction of IPv6 flows [0.1]
   --vlan F           fraction of VLAN-tagged flows [0.05]
   --signature STR    pattern to plant (repeatable; replaces the defaults)
-  --signature-rate F fraction of flows with one planted pattern [0.02]";
+  --signature-rate F fraction of flows with one planted pattern [0.02]
+
+attack: an adversarial capture (Ethernet, IPv4) of N packets [100000],
+deterministic from the seed [1]. Profiles (`--profile list` describes them):
+  syn-flood, hash-collision, tiny-segments, ooo-flood, overlap-storm,
+  fragment-flood, seq-abuse, endless-streams, normal (campus baseline)";
 
 enum Cmd {
     Sample,
@@ -132,8 +140,82 @@ fn parse(mut it: impl Iterator<Item = String>) -> Result<Args, String> {
     })
 }
 
+/// `streamcap-gen attack ...`.
+fn run_attack(mut it: impl Iterator<Item = String>) -> ExitCode {
+    let mut profile = None;
+    let mut out = None;
+    let mut packets = 100_000u64;
+    let mut seed = 1u64;
+    let res: Result<(), String> = (|| {
+        while let Some(a) = it.next() {
+            let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
+            match a.as_str() {
+                "--profile" => profile = Some(value()?),
+                "-o" | "--output" => out = Some(PathBuf::from(value()?)),
+                "--packets" => {
+                    let v = value()?;
+                    packets = v.parse().map_err(|_| format!("invalid --packets `{v}`"))?;
+                }
+                "--seed" => {
+                    let v = value()?;
+                    seed = v.parse().map_err(|_| format!("invalid seed `{v}`"))?;
+                }
+                other => return Err(format!("unexpected argument `{other}`")),
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = res {
+        eprintln!("error: {e}\n\n{USAGE}");
+        return ExitCode::from(2);
+    }
+    let Some(name) = profile else {
+        eprintln!("error: missing --profile NAME\n\n{USAGE}");
+        return ExitCode::from(2);
+    };
+    if name == "list" {
+        for p in Profile::ALL {
+            println!("{:<16} {}", p.name(), p.description());
+        }
+        return ExitCode::SUCCESS;
+    }
+    let p: Profile = match name.parse() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(out) = out else {
+        eprintln!("error: missing -o FILE\n\n{USAGE}");
+        return ExitCode::from(2);
+    };
+    match generate_file(p, packets, seed, &out) {
+        Ok(st) => {
+            eprintln!(
+                "wrote {} ({p}, seed {seed}): {} packets, {} flows, {:.1} MB; {}",
+                out.display(),
+                st.packets,
+                st.flows,
+                st.pcap_bytes as f64 / 1e6,
+                p.description()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: writing {}: {e}", out.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let args = match parse(std::env::args().skip(1)) {
+    let mut argv = std::env::args().skip(1).peekable();
+    if argv.peek().map(String::as_str) == Some("attack") {
+        argv.next();
+        return run_attack(argv);
+    }
+    let args = match parse(argv) {
         Ok(a) => a,
         Err(e) if e.is_empty() => {
             println!("{USAGE}");
