@@ -1,4 +1,5 @@
-//! `streamcap`: flow records and reassembled streams from capture files.
+//! `streamcap`: flow records and reassembled streams from capture files and
+//! live interfaces.
 
 mod args;
 mod handler;
@@ -27,6 +28,9 @@ Examples:
   streamcap flows -r trace.pcap --format csv tcp and host 10.0.0.1
   streamcap streams -r trace.pcap -w out/              tcpflow-style stream files + out/streams.jsonl
   streamcap streams -r trace.pcap --cutoff 1MiB -q     reassemble, deliver, print records only
+  streamcap streams -r trace.pcap --workers 2 -q       two worker threads, same records
+  sudo streamcap flows -i eth0 --digest tcp            live; Ctrl-C flushes and prints the summary
+  sudo streamcap flows -i eth0 --workers 2 --group 7   live, in kernel fan-out group 7
   streamcap completions bash > ~/.local/share/bash-completion/completions/streamcap
 
 Exit status: 0 ok, 1 input error (the records before it are still printed), 2 usage error.";
@@ -44,7 +48,7 @@ Examples:
   streamcap streams -r trace.pcap -w out/ --cutoff 64KiB port 80
   streamcap streams -r trace.pcap --chunk 64KiB -q      benchmark: deliver every stream, no files";
 
-/// Flow records and reassembled TCP/UDP streams from pcap and pcapng files.
+/// Flow records and reassembled TCP/UDP streams from pcap/pcapng files and live interfaces.
 #[derive(Parser)]
 #[command(name = "streamcap", version, after_help = EXAMPLES)]
 struct Cli {
