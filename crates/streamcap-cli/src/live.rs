@@ -1,12 +1,12 @@
 //! Live capture from a network interface (`-i`): options, the kernel filter,
 //! the fan-out group, and the run.
 
-use crate::handler::{CliHandler, Failure, SharedFailure};
-use crate::run::{self, usage, Hooks, Outcome, Outputs};
+use crate::handler::{Failure, SharedFailure};
+use crate::run::{self, usage, Outcome, Outputs, WorkerParts};
 use crate::Common;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Instant;
 use streamcap::dispatch::live::{open_live, total_kernel_stats};
 use streamcap::dispatch::workers::Parallel;
@@ -112,18 +112,9 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         Err(e) => return usage(e),
     };
     let start = Instant::now();
-    let parts: Vec<Option<(CliHandler, Hooks)>> = (0..workers)
-        .map(|_| {
-            let hooks = Hooks {
-                filter: None,
-                failure: failure.clone(),
-                bar: None,
-                start,
-            };
-            Some((outputs.handler(digest, &failure), hooks))
-        })
-        .collect();
-    let parts = Mutex::new(parts);
+    // The kernel filters; no user-space filter, no progress bar.
+    let filters = (0..workers).map(|_| None).collect();
+    let parts = WorkerParts::new(&outputs, digest, &failure, filters, None, start);
     let sockets = match open_live(&live, workers) {
         Ok(s) => s,
         Err(e) => {
@@ -144,14 +135,7 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
             if workers == 1 { "" } else { "s" }
         );
     }
-    let mut report = capture.run_live_on(sockets, &par, |i| {
-        parts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_mut(i)
-            .and_then(Option::take)
-            .unwrap_or_else(|| unreachable!("one part per worker"))
-    });
+    let mut report = capture.run_live_on(sockets, &par, |i| parts.take(i));
     let wall = start.elapsed().as_secs_f64();
     let (files, per_worker) = run::finish_workers(&mut report.workers);
     outputs.finish(&failure);

@@ -244,6 +244,47 @@ impl Outputs {
     }
 }
 
+/// Every worker's handler and hooks, built before the run (so that errors
+/// surface first) and taken by the worker threads.
+pub(crate) struct WorkerParts(Mutex<Vec<Option<(CliHandler, Hooks)>>>);
+
+impl WorkerParts {
+    /// One part per filter (one per worker); worker 0 gets the progress bar.
+    pub(crate) fn new(
+        outputs: &Outputs,
+        digest: bool,
+        failure: &SharedFailure,
+        filters: Vec<Option<Filter>>,
+        bar: Option<ProgressBar>,
+        start: Instant,
+    ) -> WorkerParts {
+        let parts = filters
+            .into_iter()
+            .enumerate()
+            .map(|(i, filter)| {
+                let hooks = Hooks {
+                    filter,
+                    failure: failure.clone(),
+                    bar: if i == 0 { bar.clone() } else { None },
+                    start,
+                };
+                Some((outputs.handler(digest, failure), hooks))
+            })
+            .collect();
+        WorkerParts(Mutex::new(parts))
+    }
+
+    /// Worker `i`'s part (each is taken once, by its worker).
+    pub(crate) fn take(&self, i: usize) -> (CliHandler, Hooks) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_mut(i)
+            .and_then(Option::take)
+            .unwrap_or_else(|| unreachable!("one part per worker"))
+    }
+}
+
 /// What the summary needs from a finished run.
 pub(crate) struct Outcome {
     pub stats: GlobalStats,
@@ -351,30 +392,9 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         bar
     });
     let start = Instant::now();
-    // Every worker's handler and hooks, built here so errors surface first.
-    let parts: Vec<Option<(CliHandler, Hooks)>> = filters
-        .into_iter()
-        .enumerate()
-        .map(|(i, filter)| {
-            let hooks = Hooks {
-                filter,
-                failure: failure.clone(),
-                bar: if i == 0 { bar.clone() } else { None },
-                start,
-            };
-            Some((outputs.handler(digest, &failure), hooks))
-        })
-        .collect();
-    let parts = Mutex::new(parts);
+    let parts = WorkerParts::new(&outputs, digest, &failure, filters, bar, start);
     outputs.begin(&failure);
-    let report = capture.run_file_parallel(&read, &par, |i| {
-        parts
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_mut(i)
-            .and_then(Option::take)
-            .unwrap_or_else(|| unreachable!("one part per worker"))
-    });
+    let report = capture.run_file_parallel(&read, &par, |i| parts.take(i));
     let wall = start.elapsed().as_secs_f64();
     let mut report = match report {
         Ok(r) => r,

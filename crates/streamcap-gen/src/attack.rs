@@ -328,6 +328,20 @@ impl<W: Write> Emitter<W> {
         self.tcp(c, s, cisn.wrapping_add(1), sisn.wrapping_add(1), ACK, &[])?;
         Ok(())
     }
+
+    /// The client's FIN at `cseq` (acknowledging `sseq`), then the server's
+    /// FIN at `sseq` acknowledging it.
+    fn close(
+        &mut self,
+        c: (Ipv4Addr, u16),
+        s: (Ipv4Addr, u16),
+        cseq: u32,
+        sseq: u32,
+    ) -> io::Result<()> {
+        self.tcp(c, s, cseq, sseq, FIN | ACK, &[])?;
+        self.tcp(s, c, sseq, cseq.wrapping_add(1), FIN | ACK, &[])?;
+        Ok(())
+    }
 }
 
 /// Client address number `i` in 10.0.0.0/8 (distinct for `i < 2^24`).
@@ -379,8 +393,7 @@ fn hash_collision<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Res
             e.tcp(c, s, ci + 1, si + 1, ACK | PSH, &data)?;
         }
         for &(c, s, ci, si) in &flows {
-            e.tcp(c, s, ci + 65, si + 1, FIN | ACK, &[])?;
-            e.tcp(s, c, si + 1, ci + 66, FIN | ACK, &[])?;
+            e.close(c, s, ci + 65, si + 1)?;
             e.tcp(c, s, ci + 66, si + 2, ACK, &[])?;
         }
     }
@@ -423,22 +436,7 @@ fn tiny_segments<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Resu
             }
         }
         for &(c, s, ci, si) in &conns {
-            e.tcp(
-                c,
-                s,
-                ci.wrapping_add(1 + BYTES),
-                si.wrapping_add(1),
-                FIN | ACK,
-                &[],
-            )?;
-            e.tcp(
-                s,
-                c,
-                si.wrapping_add(1),
-                ci.wrapping_add(2 + BYTES),
-                FIN | ACK,
-                &[],
-            )?;
+            e.close(c, s, ci.wrapping_add(1 + BYTES), si.wrapping_add(1))?;
         }
     }
     Ok(())
@@ -465,15 +463,7 @@ fn ooo_flood<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Result<(
             }
         }
         let end = ci.wrapping_add(1 + (SEGS + 1) * LEN);
-        e.tcp(c, s, end, si.wrapping_add(1), FIN | ACK, &[])?;
-        e.tcp(
-            s,
-            c,
-            si.wrapping_add(1),
-            end.wrapping_add(1),
-            FIN | ACK,
-            &[],
-        )?;
+        e.close(c, s, end, si.wrapping_add(1))?;
     }
     Ok(())
 }
@@ -505,15 +495,7 @@ fn overlap_storm<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Resu
             }
         }
         let end = ci.wrapping_add(1 + WINDOWS * WINDOW * LEN + LEN / 2);
-        e.tcp(c, s, end, si.wrapping_add(1), FIN | ACK, &[])?;
-        e.tcp(
-            s,
-            c,
-            si.wrapping_add(1),
-            end.wrapping_add(1),
-            FIN | ACK,
-            &[],
-        )?;
+        e.close(c, s, end, si.wrapping_add(1))?;
     }
     Ok(())
 }
