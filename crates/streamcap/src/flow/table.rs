@@ -6,10 +6,13 @@
 //! time (packet time) only moves forward, the head of each list is the next to
 //! expire, so expiry costs O(1) amortized per packet.
 //!
-//! Layout, for the per-packet path: the hash index holds only 4-byte slot
-//! numbers (hashbrown's `HashTable`), and a lookup compares the key stored
-//! in the slab entry that the packet needs next anyway, so a lookup touches
-//! the index (small enough to stay in cache) and then the one entry. The list
+//! Layout, for the per-packet path: the hash index holds only 8-byte
+//! [`Indexed`] pairs (slot number and 32-bit hash, in hashbrown's
+//! `HashTable`), and a lookup compares the key stored in the slab entry that
+//! the packet needs next anyway, so a lookup touches the index (small enough
+//! to stay in cache) and then the one entry. Because the index keeps each
+//! flow's hash, growing it never reads the slab: under a flood of new flows
+//! (one per packet) that saves a cache miss per flow and growth step. The list
 //! links live in their own dense array, so moving an entry to a list's tail
 //! does not pull its neighbours' (large) entries into the cache. The hasher
 //! is `hashbrown`'s default, seeded randomly when the table is created, so an
@@ -35,6 +38,22 @@ pub enum ListId {
 }
 
 const LISTS: usize = 4;
+
+/// One index entry: where the flow is and its hash, so the index can grow
+/// without reading the slab.
+#[derive(Copy, Clone)]
+struct Indexed {
+    slot: u32,
+    hash: u32,
+}
+
+/// The 64-bit hash hashbrown sees for a stored 32-bit hash: both halves the
+/// same, so the bucket (low bits) and the tag (top 7 bits) come from
+/// different bits of it for any table below 2^25 buckets.
+#[inline]
+fn spread(hash: u32) -> u64 {
+    u64::from(hash) * 0x1_0000_0001
+}
 const NIL: u32 = u32::MAX;
 
 struct Entry<T> {
@@ -66,7 +85,7 @@ struct List {
 
 /// A table of flows keyed by [`FlowKey`], holding a value `T` per flow.
 pub struct FlowTable<T> {
-    index: HashTable<u32>,
+    index: HashTable<Indexed>,
     hasher: DefaultHashBuilder,
     slab: Slab<Entry<T>>,
     links: Vec<Link>,
@@ -104,26 +123,33 @@ impl<T> FlowTable<T> {
         self.slab.is_empty()
     }
 
+    /// The keyed hash of `key`, folded to 32 bits.
+    #[inline]
+    fn hash(&self, key: &FlowKey) -> u32 {
+        let h = self.hasher.hash_one(key);
+        (h ^ (h >> 32)) as u32
+    }
+
     /// The slot of `key`, if present.
     #[inline]
     pub fn find(&self, key: &FlowKey) -> Option<u32> {
-        let hash = self.hasher.hash_one(key);
+        let hash = self.hash(key);
         let slab = &self.slab;
         self.index
-            .find(hash, |&s| {
-                slab.get(s as usize).is_some_and(|e| e.key == *key)
+            .find(spread(hash), |e| {
+                e.hash == hash && slab.get(e.slot as usize).is_some_and(|e| e.key == *key)
             })
-            .copied()
+            .map(|e| e.slot)
     }
 
     /// Inserts a new flow (the key must not be present) at the tail of `list`.
     pub fn insert(&mut self, key: FlowKey, list: ListId, now: Timestamp, value: T) -> u32 {
         let idx = self.slab.insert(Entry { key, value }) as u32;
-        let hash = self.hasher.hash_one(key);
-        let (slab, hasher) = (&self.slab, &self.hasher);
-        self.index.insert_unique(hash, idx, |&s| {
-            slab.get(s as usize).map_or(0, |e| hasher.hash_one(e.key))
-        });
+        let hash = self.hash(&key);
+        self.index
+            .insert_unique(spread(hash), Indexed { slot: idx, hash }, |e| {
+                spread(e.hash)
+            });
         let i = idx as usize;
         if i >= self.links.len() {
             self.links.resize(i + 1, UNLINKED);
@@ -140,9 +166,12 @@ impl<T> FlowTable<T> {
     pub fn remove(&mut self, idx: u32) -> Option<(FlowKey, T)> {
         let key = self.slab.get(idx as usize)?.key;
         self.unlink(idx);
-        let hash = self.hasher.hash_one(key);
-        if let Ok(found) = self.index.find_entry(hash, |&s| s == idx) {
-            found.remove();
+        // After `release_index` the index is empty: no probe to pay.
+        if !self.index.is_empty() {
+            let hash = self.hash(&key);
+            if let Ok(found) = self.index.find_entry(spread(hash), |e| e.slot == idx) {
+                found.remove();
+            }
         }
         let e = self.slab.remove(idx as usize);
         Some((e.key, e.value))
@@ -214,9 +243,27 @@ impl<T> FlowTable<T> {
             .map(|(i, _)| i)
     }
 
-    /// Slots of every flow (for draining at the end).
-    pub fn slots(&self) -> Vec<u32> {
-        self.slab.iter().map(|(i, _)| i as u32).collect()
+    /// Slots of every flow, ordered by `order(value)` (for draining at the
+    /// end in a deterministic order; ties keep slot order).
+    pub fn slots_by<K: Ord>(&self, order: impl Fn(&T) -> K) -> Vec<u32> {
+        // Each value is read once, in slab order, rather than once per
+        // comparison in random order.
+        let mut v: Vec<(K, u32)> = self
+            .slab
+            .iter()
+            .map(|(i, e)| (order(&e.value), i as u32))
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// Frees the key index ahead of removing every flow: [`find`](Self::find)
+    /// finds nothing afterwards, while [`remove`](Self::remove), the lists and
+    /// slot access keep working, and removal no longer costs a hash probe
+    /// (a cache miss per flow in a large table). Flows inserted afterwards
+    /// are indexed again; those present before stay unfindable by key.
+    pub fn release_index(&mut self) {
+        self.index = HashTable::new();
     }
 
     fn link_tail(&mut self, idx: u32, list: ListId) {
@@ -285,6 +332,36 @@ mod tests {
         assert_eq!(t.find(&key(2)), None);
         assert_eq!(t.len(), 2);
         assert!(t.remove(b).is_none());
+    }
+
+    /// Draining: slots come in the requested order, and after the index is
+    /// released every flow can still be removed, with its list links intact.
+    #[test]
+    fn drain_in_order_after_release() {
+        let mut t = FlowTable::new();
+        for (p, rank) in [(1, 30u32), (2, 10), (3, 20), (4, 40)] {
+            t.insert(key(p), ListId::Tcp, Timestamp(u64::from(p)), rank);
+        }
+        let order = t.slots_by(|&rank| rank);
+        let ranks: Vec<u32> = order.iter().filter_map(|&i| t.get(i).copied()).collect();
+        assert_eq!(ranks, [10, 20, 30, 40]);
+        t.release_index();
+        assert_eq!(t.find(&key(1)), None);
+        let late = t.insert(key(9), ListId::Udp, Timestamp(9), 99);
+        assert_eq!(t.find(&key(9)), Some(late));
+        for &i in &order[..2] {
+            assert!(t.remove(i).is_some());
+        }
+        assert_eq!(
+            t.oldest(ListId::Tcp).map(|(i, _)| t.get(i).copied()),
+            Some(Some(30))
+        );
+        for &i in &order[2..] {
+            assert!(t.remove(i).is_some());
+        }
+        assert_eq!(t.oldest(ListId::Tcp), None);
+        assert_eq!(t.remove(late).map(|(_, v)| v), Some(99));
+        assert!(t.is_empty());
     }
 
     /// The index stays consistent with the slab through growth, slot reuse
