@@ -8,6 +8,7 @@ mod output;
 mod record;
 mod replay;
 mod run;
+mod sink;
 mod size;
 mod tcpflow;
 mod zeek;

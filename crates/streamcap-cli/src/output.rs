@@ -3,7 +3,6 @@
 use crate::record::{DirRecord, FlowRecord};
 use crate::zeek;
 use std::io::{self, Write};
-use std::sync::{Arc, Mutex, PoisonError};
 
 /// Output format.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -81,7 +80,7 @@ pub fn csv_row(r: &FlowRecord, files: bool) -> String {
     csv_dir(&mut v, &r.orig, files);
     csv_dir(&mut v, &r.resp, files);
     v.push(r.end.to_string());
-    v.push(r.errors.join(";"));
+    v.push(r.errors.names().collect::<Vec<_>>().join(";"));
     v.join(",")
 }
 
@@ -179,109 +178,9 @@ impl RecordWriter {
     }
 }
 
-/// One output shared by several workers.
-pub type SharedOutput = Arc<Mutex<Box<dyn Write + Send>>>;
-
-/// A worker's end of a [`SharedOutput`]: it collects whole records and hands
-/// them over in batches of about 64 KiB (and at `flush`), so the records of
-/// different workers never interleave and the lock is taken rarely.
-///
-/// Every `write` call is taken to be one whole record (as [`RecordWriter`]
-/// writes them); a batch is handed over only between two calls.
-pub struct BatchSink {
-    shared: SharedOutput,
-    batch: Vec<u8>,
-}
-
-/// Batch size at which a [`BatchSink`] hands its records over.
-const BATCH: usize = 1 << 16;
-
-impl BatchSink {
-    /// A sink feeding `shared`.
-    pub fn new(shared: SharedOutput) -> BatchSink {
-        BatchSink {
-            shared,
-            batch: Vec::with_capacity(BATCH + 4096),
-        }
-    }
-
-    fn hand_over(&mut self) -> io::Result<()> {
-        if self.batch.is_empty() {
-            return Ok(());
-        }
-        let mut out = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-        let res = out.write_all(&self.batch);
-        self.batch.clear();
-        res
-    }
-}
-
-impl Write for BatchSink {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.batch.extend_from_slice(buf);
-        if self.batch.len() >= BATCH {
-            self.hand_over()?;
-        }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.hand_over()?;
-        self.shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .flush()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A sink that remembers the size of every write it got.
-    struct Calls(Arc<Mutex<Vec<Vec<u8>>>>);
-    impl Write for Calls {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            self.0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(b.to_vec());
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
-    #[test]
-    fn batches_hold_whole_records_only() {
-        let calls = Arc::new(Mutex::new(Vec::new()));
-        let shared: SharedOutput = Arc::new(Mutex::new(Box::new(Calls(calls.clone()))));
-        let mut a = BatchSink::new(shared.clone());
-        let mut b = BatchSink::new(shared);
-        let rec_a = vec![b'a'; 1000];
-        let rec_b = vec![b'b'; 700];
-        for _ in 0..300 {
-            a.write_all(&rec_a).expect("write");
-            b.write_all(&rec_b).expect("write");
-        }
-        a.flush().expect("flush");
-        b.flush().expect("flush");
-        let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
-        let total: usize = calls.iter().map(Vec::len).sum();
-        assert_eq!(total, 300 * 1700);
-        for c in calls.iter() {
-            // Each hand-over is a run of one worker's whole records.
-            let (unit, len) = if c[0] == b'a' {
-                (b'a', 1000)
-            } else {
-                (b'b', 700)
-            };
-            assert!(c.iter().all(|&x| x == unit));
-            assert_eq!(c.len() % len, 0);
-        }
-        assert!(calls.len() > 2, "records were handed over in batches");
-    }
 
     #[test]
     fn csv_header_row() {

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::net::IpAddr;
-use streamcap::deliver::{FlowEnd, StreamInfo};
+use streamcap::deliver::{FlowEnd, StreamErrors, StreamInfo};
 use streamcap::flow::Direction;
 use streamcap::Timestamp;
 
@@ -125,22 +125,62 @@ pub struct FlowRecord {
     pub resp: DirRecord,
     /// Why it ended.
     pub end: &'static str,
-    /// Error flags of both directions.
-    pub errors: Vec<&'static str>,
+    /// Error flags of both directions (written as a list of names).
+    #[serde(serialize_with = "error_names")]
+    pub errors: StreamErrors,
     /// Not serialised: data for the zeek format.
     #[serde(skip)]
     pub extra: Extra,
+}
+
+/// The flags' names as a JSON list, in their fixed order.
+fn error_names<S: serde::Serializer>(e: &StreamErrors, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(e.names())
 }
 
 /// Fields only the zeek format needs.
 #[derive(Clone, Debug, Default)]
 pub struct Extra {
     /// Zeek-style history letters.
-    pub history: String,
+    pub history: History,
     /// Connection serial number.
     pub conn_id: u64,
     /// The folded VLAN key (for the uid).
     pub vlan_key: u32,
+}
+
+/// Zeek-style history letters, kept inline (a record is built per
+/// connection, so no allocation for them): at most [`History::CAPACITY`]
+/// ASCII letters, which is what the engine renders.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct History {
+    letters: [u8; History::CAPACITY],
+    len: u8,
+}
+
+impl History {
+    /// The most letters kept.
+    pub const CAPACITY: usize = 16;
+
+    /// The first [`CAPACITY`](Self::CAPACITY) letters of `text` (history
+    /// letters are ASCII; anything else is cut at a character boundary).
+    pub fn new(text: &str) -> History {
+        let mut end = text.len().min(Self::CAPACITY);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut letters = [0; Self::CAPACITY];
+        letters[..end].copy_from_slice(&text.as_bytes()[..end]);
+        History {
+            letters,
+            len: end as u8,
+        }
+    }
+
+    /// The letters.
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.letters[..usize::from(self.len)]).unwrap_or_default()
+    }
 }
 
 impl FlowRecord {
@@ -150,8 +190,6 @@ impl FlowRecord {
         let (dst_ip, dst_port) = fe.resp_endpoint();
         let o = fe.stream(Direction::Orig);
         let r = fe.stream(Direction::Resp);
-        let mut errors: Vec<&'static str> = o.errors.union(r.errors).names().collect();
-        errors.dedup();
         FlowRecord {
             ts: Ts(fe.first_ts()),
             last_ts: Ts(fe.last_ts()),
@@ -164,9 +202,9 @@ impl FlowRecord {
             orig: DirRecord::new(o),
             resp: DirRecord::new(r),
             end: fe.end_reason().name(),
-            errors,
+            errors: o.errors.union(r.errors),
             extra: Extra {
-                history: fe.history().to_string(),
+                history: History::new(fe.history()),
                 conn_id: o.conn_id,
                 vlan_key: fe.key().vlan_key(),
             },
@@ -182,119 +220,233 @@ impl FlowRecord {
 
 /// Writes `r` as one JSON object (no newline) into `out`: byte for byte what
 /// `serde_json::to_writer(out, r)` writes (a test checks it on many records),
-/// about five times faster, which matters in `flows` mode, where formatting
-/// records was the largest cost after the engine itself.
+/// several times faster, which matters in `flows` mode, where formatting
+/// records was the largest cost after the engine itself (and under a SYN
+/// flood, where every packet makes a record). Text is gathered in a small
+/// stack buffer ([`Staging`]) and numbers are written digit by digit into it,
+/// so a record costs one copy into `out` instead of some sixty short ones.
 pub fn write_json(r: &FlowRecord, out: &mut Vec<u8>) {
-    let mut num = itoa::Buffer::new();
-    out.extend_from_slice(b"{\"ts\":");
-    write_ts(r.ts, out, &mut num);
-    out.extend_from_slice(b",\"last_ts\":");
-    write_ts(r.last_ts, out, &mut num);
-    out.extend_from_slice(b",\"proto\":");
+    let mut w = Staging::new(out);
+    w.put(b"{\"ts\":");
+    w.ts(r.ts);
+    w.put(b",\"last_ts\":");
+    w.ts(r.last_ts);
+    w.put(b",\"proto\":");
     match r.proto.name() {
-        Some(n) => {
-            out.push(b'"');
-            out.extend_from_slice(n.as_bytes());
-            out.push(b'"');
-        }
-        None => out.extend_from_slice(num.format(r.proto.0).as_bytes()),
+        Some(n) => w.plain_str(n),
+        None => w.num(u64::from(r.proto.0)),
     }
-    out.extend_from_slice(b",\"src_ip\":");
-    write_ip(r.src_ip, out, &mut num);
-    out.extend_from_slice(b",\"src_port\":");
-    out.extend_from_slice(num.format(r.src_port).as_bytes());
-    out.extend_from_slice(b",\"dst_ip\":");
-    write_ip(r.dst_ip, out, &mut num);
-    out.extend_from_slice(b",\"dst_port\":");
-    out.extend_from_slice(num.format(r.dst_port).as_bytes());
-    out.extend_from_slice(b",\"vlan\":");
+    w.put(b",\"src_ip\":");
+    w.ip(r.src_ip);
+    w.put(b",\"src_port\":");
+    w.num(u64::from(r.src_port));
+    w.put(b",\"dst_ip\":");
+    w.ip(r.dst_ip);
+    w.put(b",\"dst_port\":");
+    w.num(u64::from(r.dst_port));
+    w.put(b",\"vlan\":");
     match r.vlan {
-        Some(v) => out.extend_from_slice(num.format(v).as_bytes()),
-        None => out.extend_from_slice(b"null"),
+        Some(v) => w.num(u64::from(v)),
+        None => w.put(b"null"),
     }
-    out.extend_from_slice(b",\"orig\":");
-    write_dir(&r.orig, out, &mut num);
-    out.extend_from_slice(b",\"resp\":");
-    write_dir(&r.resp, out, &mut num);
-    out.extend_from_slice(b",\"end\":");
-    write_str(r.end, out);
-    out.extend_from_slice(b",\"errors\":[");
-    for (i, e) in r.errors.iter().enumerate() {
+    w.put(b",\"orig\":");
+    w.dir(&r.orig);
+    w.put(b",\"resp\":");
+    w.dir(&r.resp);
+    w.put(b",\"end\":");
+    // End reasons and error names are the library's fixed identifiers.
+    w.plain_str(r.end);
+    w.put(b",\"errors\":[");
+    for (i, e) in r.errors.names().enumerate() {
         if i > 0 {
-            out.push(b',');
+            w.put(b",");
         }
-        write_str(e, out);
+        w.plain_str(e);
     }
-    out.extend_from_slice(b"]}");
+    w.put(b"]}");
+    w.flush();
 }
 
-fn write_ts(ts: Ts, out: &mut Vec<u8>, num: &mut itoa::Buffer) {
-    out.extend_from_slice(num.format(ts.0.secs()).as_bytes());
-    out.push(b'.');
-    let micros = num.format(ts.0.subsec_nanos() / 1000);
-    out.extend(std::iter::repeat_n(b'0', 6 - micros.len().min(6)));
-    out.extend_from_slice(micros.as_bytes());
+/// Room in [`Staging`]'s buffer: a typical record fits whole.
+const STAGING: usize = 512;
+
+/// The longest decimal `u64`.
+const MAX_DIGITS: usize = 20;
+
+/// Two decimal digits per entry, "00" to "99".
+const DIGIT_PAIRS: &[u8; 200] = b"\
+0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// A write buffer on the stack in front of `out`: short appends are plain
+/// stores into an array, and the array goes to `out` when full and at the end
+/// ([`flush`](Self::flush)).
+struct Staging<'a> {
+    out: &'a mut Vec<u8>,
+    buf: [u8; STAGING],
+    len: usize,
 }
 
-fn write_ip(ip: IpAddr, out: &mut Vec<u8>, num: &mut itoa::Buffer) {
-    out.push(b'"');
-    match ip {
-        IpAddr::V4(v4) => {
-            for (i, o) in v4.octets().into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b'.');
+impl<'a> Staging<'a> {
+    fn new(out: &'a mut Vec<u8>) -> Self {
+        Staging {
+            out,
+            buf: [0; STAGING],
+            len: 0,
+        }
+    }
+
+    /// Moves what is staged to `out`.
+    fn flush(&mut self) {
+        self.out.extend_from_slice(&self.buf[..self.len]);
+        self.len = 0;
+    }
+
+    /// Makes room for `n` more bytes, if they fit at all.
+    #[inline(always)]
+    fn room(&mut self, n: usize) {
+        if self.len + n > STAGING {
+            self.flush();
+        }
+    }
+
+    #[inline(always)]
+    fn put(&mut self, bytes: &[u8]) {
+        self.room(bytes.len());
+        if let Some(dst) = self.buf.get_mut(self.len..self.len + bytes.len()) {
+            dst.copy_from_slice(bytes);
+            self.len += bytes.len();
+        } else {
+            // Longer than the whole buffer (a long file name): straight out.
+            self.out.extend_from_slice(bytes);
+        }
+    }
+
+    /// `v` in decimal, written in place from its last digit backwards.
+    #[inline(always)]
+    fn num(&mut self, v: u64) {
+        self.room(MAX_DIGITS);
+        let Some(field) = self.buf.get_mut(self.len..self.len + MAX_DIGITS) else {
+            return; // unreachable: `room` made space
+        };
+        if v < 10 {
+            // Most counters in a record are 0 or one digit.
+            field[0] = b'0' + v as u8;
+            self.len += 1;
+            return;
+        }
+        let digits = v.ilog10() as usize + 1;
+        let (mut v, mut at) = (v, digits);
+        while v >= 100 {
+            let pair = (v % 100) as usize * 2;
+            v /= 100;
+            at -= 2;
+            field[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        }
+        if v >= 10 {
+            let pair = v as usize * 2;
+            field[..2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+        } else {
+            field[0] = b'0' + v as u8;
+        }
+        self.len += digits;
+    }
+
+    /// Seconds with exactly six decimals.
+    fn ts(&mut self, ts: Ts) {
+        self.num(ts.0.secs());
+        self.room(7);
+        let Some(field) = self.buf.get_mut(self.len..self.len + 7) else {
+            return; // unreachable: `room` made space
+        };
+        field[0] = b'.';
+        // Microseconds (< 10^6) as exactly three digit pairs.
+        let micros = (ts.0.subsec_nanos() / 1000).min(999_999) as usize;
+        for (i, pair) in [micros / 10_000, micros / 100 % 100, micros % 100]
+            .into_iter()
+            .enumerate()
+        {
+            field[1 + 2 * i..3 + 2 * i].copy_from_slice(&DIGIT_PAIRS[pair * 2..pair * 2 + 2]);
+        }
+        self.len += 7;
+    }
+
+    fn ip(&mut self, ip: IpAddr) {
+        match ip {
+            IpAddr::V4(v4) => {
+                self.put(b"\"");
+                for (i, o) in v4.octets().into_iter().enumerate() {
+                    if i > 0 {
+                        self.put(b".");
+                    }
+                    self.num(u64::from(o));
                 }
-                out.extend_from_slice(num.format(o).as_bytes());
+                self.put(b"\"");
+            }
+            IpAddr::V6(v6) => {
+                use std::io::Write;
+                let mut text = [0u8; 48];
+                let mut cursor = std::io::Cursor::new(&mut text[..]);
+                // 48 bytes hold the longest address text (39 bytes), and a
+                // slice cursor cannot fail otherwise.
+                let _ = write!(cursor, "\"{v6}\"");
+                let n = cursor.position() as usize;
+                self.put(&text[..n]);
             }
         }
-        IpAddr::V6(v6) => {
-            use std::io::Write;
-            // Writing to a Vec cannot fail.
-            let _ = write!(out, "{v6}");
+    }
+
+    fn dir(&mut self, d: &DirRecord) {
+        self.put(b"{\"pkts\":");
+        self.num(d.pkts);
+        self.put(b",\"bytes\":");
+        self.num(d.bytes);
+        self.put(b",\"stream_bytes\":");
+        self.num(d.stream_bytes);
+        self.put(b",\"captured\":");
+        self.num(d.captured);
+        self.put(b",\"discarded\":");
+        self.num(d.discarded);
+        self.put(b",\"dropped\":");
+        self.num(d.dropped);
+        self.put(b",\"missing\":");
+        self.num(d.missing);
+        self.put(b",\"sha256\":");
+        self.opt_str(d.sha256.as_deref());
+        if let Some(file) = &d.file {
+            self.put(b",\"file\":");
+            self.opt_str(file.as_deref());
+        }
+        self.put(b"}");
+    }
+
+    fn opt_str(&mut self, s: Option<&str>) {
+        match s {
+            Some(s) => self.str(s),
+            None => self.put(b"null"),
         }
     }
-    out.push(b'"');
-}
 
-fn write_dir(d: &DirRecord, out: &mut Vec<u8>, num: &mut itoa::Buffer) {
-    let fields: [(&[u8], u64); 7] = [
-        (b"{\"pkts\":", d.pkts),
-        (b",\"bytes\":", d.bytes),
-        (b",\"stream_bytes\":", d.stream_bytes),
-        (b",\"captured\":", d.captured),
-        (b",\"discarded\":", d.discarded),
-        (b",\"dropped\":", d.dropped),
-        (b",\"missing\":", d.missing),
-    ];
-    for (name, v) in fields {
-        out.extend_from_slice(name);
-        out.extend_from_slice(num.format(v).as_bytes());
+    /// A string known to need no escaping.
+    fn plain_str(&mut self, s: &str) {
+        self.put(b"\"");
+        self.put(s.as_bytes());
+        self.put(b"\"");
     }
-    out.extend_from_slice(b",\"sha256\":");
-    write_opt_str(d.sha256.as_deref(), out);
-    if let Some(file) = &d.file {
-        out.extend_from_slice(b",\"file\":");
-        write_opt_str(file.as_deref(), out);
-    }
-    out.push(b'}');
-}
 
-fn write_opt_str(s: Option<&str>, out: &mut Vec<u8>) {
-    match s {
-        Some(s) => write_str(s, out),
-        None => out.extend_from_slice(b"null"),
-    }
-}
-
-/// A JSON string, escaped as serde_json escapes it.
-fn write_str(s: &str, out: &mut Vec<u8>) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        // Rare (file names are ASCII without quotes): let serde_json escape it.
-        let _ = serde_json::to_writer(&mut *out, s);
+    /// A JSON string, escaped as serde_json escapes it.
+    fn str(&mut self, s: &str) {
+        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.plain_str(s);
+        } else {
+            // Rare (file names are ASCII without quotes): let serde_json
+            // escape it, after what is staged.
+            self.flush();
+            let _ = serde_json::to_writer(&mut *self.out, s);
+        }
     }
 }
 
@@ -338,7 +490,7 @@ mod tests {
                 ..d
             },
             end: "fin",
-            errors: vec!["gap"],
+            errors: StreamErrors::GAP,
             extra: Extra::default(),
         };
         let j = r.to_json();
@@ -353,6 +505,18 @@ mod tests {
         assert_eq!(Proto(132).text(), "132");
         assert_eq!(serde_json::to_string(&Proto(132)).unwrap(), "132");
         assert_eq!(serde_json::to_string(&Proto(58)).unwrap(), "\"icmp6\"");
+    }
+
+    #[test]
+    fn history_is_kept_inline() {
+        assert_eq!(History::new("ShADadFf").as_str(), "ShADadFf");
+        assert_eq!(History::default().as_str(), "");
+        assert_eq!(History::new(&"x".repeat(40)).as_str(), "x".repeat(16));
+        // Cut at a character boundary, never inside one.
+        assert_eq!(
+            History::new("abcdefghijklmno\u{e9}").as_str(),
+            "abcdefghijklmno"
+        );
     }
 
     /// The hand-written writer produces exactly serde's bytes.
@@ -371,7 +535,10 @@ mod tests {
             "back\\slash",
             "ctl\u{1}",
             "010.000.000.001.00080-x",
+            "a-file-name-longer-than-the-staging-buffer-",
         ];
+        let long = names[5].repeat(20);
+        let names = [names[0], names[1], names[2], names[3], names[4], &long];
         for i in 0..2000u64 {
             let dir = |n: &mut dyn FnMut() -> u64| DirRecord {
                 pkts: n() % 1000,
@@ -385,7 +552,7 @@ mod tests {
                 file: match n() % 3 {
                     0 => None,
                     1 => Some(None),
-                    _ => Some(Some(names[(n() % 5) as usize].to_string())),
+                    _ => Some(Some(names[(n() % 6) as usize].to_string())),
                 },
             };
             let v6 = next() % 2 == 0;
@@ -399,7 +566,8 @@ mod tests {
             let r = FlowRecord {
                 ts: Ts(Timestamp::from_secs_nanos(
                     next() % 4_000_000_000,
-                    next() % 1_000_000_000,
+                    // Every count of microsecond digits.
+                    (next() % 1_000_000_000) >> (next() % 30),
                 )),
                 last_ts: Ts(Timestamp::from_secs_nanos(i, (i * 7919) % 1_000_000_000)),
                 proto: Proto((next() % 256) as u8),
@@ -411,7 +579,7 @@ mod tests {
                 orig: dir(&mut next),
                 resp: dir(&mut next),
                 end: ["fin", "rst", "timeout", "eof", "evicted"][(i % 5) as usize],
-                errors: ["gap", "no_handshake", "bad_seq"][..(i % 4) as usize].to_vec(),
+                errors: StreamErrors(next() as u16),
                 extra: Extra::default(),
             };
             let mut fast = Vec::new();

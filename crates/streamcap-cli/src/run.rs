@@ -3,7 +3,8 @@
 //! the summary.
 
 use crate::handler::{CliHandler, Failure, SharedFailure};
-use crate::output::{BatchSink, Format, RecordWriter, SharedOutput};
+use crate::output::{Format, RecordWriter};
+use crate::sink::{BatchSink, SharedOutput};
 use crate::{Common, ModeArg, PolicyArg};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
@@ -172,11 +173,12 @@ impl Outputs {
             let p = c.output.as_deref().unwrap_or(Path::new("-"));
             format!("{}: cannot create: {e}", p.display())
         })?;
-        let out: SharedOutput = Arc::new(Mutex::new(raw));
         let out_name = c
             .output
             .as_ref()
             .map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
+        let out = SharedOutput::spawn("records", raw)
+            .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
         let files = dir.is_some();
         let framing = RecordWriter::new(Box::new(BatchSink::new(out.clone())), c.format, files);
         let dir = match dir {
@@ -186,7 +188,10 @@ impl Outputs {
                 let jl = d.join("streams.jsonl");
                 let f = std::fs::File::create(&jl)
                     .map_err(|e| format!("{}: cannot create: {e}", jl.display()))?;
-                let shared: SharedOutput = Arc::new(Mutex::new(Box::new(io::BufWriter::new(f))));
+                let shared = SharedOutput::spawn("streams", Box::new(io::BufWriter::new(f)))
+                    .map_err(|e| {
+                        format!("cannot start the writer thread of {}: {e}", jl.display())
+                    })?;
                 let w =
                     RecordWriter::new(Box::new(BatchSink::new(shared.clone())), Format::Json, true);
                 Some((d, shared, w))
@@ -203,8 +208,8 @@ impl Outputs {
         })
     }
 
-    /// A handler for one worker; with one worker it writes straight to the
-    /// outputs, with several through its own [`BatchSink`]s.
+    /// A handler for one worker, writing to the outputs through its own
+    /// [`BatchSink`]s.
     pub(crate) fn handler(&self, digest: bool, failure: &SharedFailure) -> CliHandler {
         let w = RecordWriter::records_only(
             Box::new(BatchSink::new(self.out.clone())),

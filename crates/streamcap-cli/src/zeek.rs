@@ -291,13 +291,13 @@ pub fn line(r: &FlowRecord) -> String {
     };
     let state = conn_state(
         r.proto.0,
-        &r.extra.history,
+        r.extra.history.as_str(),
         r.orig.pkts,
         r.resp.pkts,
         r.orig.stream_bytes,
         r.resp.stream_bytes,
     );
-    let history = if r.extra.history.is_empty() {
+    let history = if r.extra.history.as_str().is_empty() {
         "-"
     } else {
         r.extra.history.as_str()
@@ -408,9 +408,9 @@ mod tests {
                 orig: d.clone(),
                 resp: d,
                 end: "eof",
-                errors: vec![],
+                errors: Default::default(),
                 extra: crate::record::Extra {
-                    history: "S".into(),
+                    history: crate::record::History::new("S"),
                     conn_id: id,
                     vlan_key: 0,
                 },
