@@ -76,6 +76,7 @@ pub fn run(data: &[u8]) {
     d.expire(Timestamp(u64::MAX));
     assert_eq!(d.in_progress(), 0);
     assert_eq!(d.bytes_held(), 0);
+    assert_eq!(carried, d.stats().fragments_reassembled);
     assert_eq!(
         carried + d.stats().fragments_dropped,
         fed,

@@ -103,12 +103,24 @@ pub struct Summary {
     pub memory_limit: f64,
     /// Budget refusals.
     pub refusals: u64,
+    /// IP fragments seen (0 when the summary has no `fragments` line).
+    pub fragments: u64,
+    /// Fragments carried in reassembled datagrams.
+    pub fragments_reassembled: u64,
+    /// Fragments dropped (incomplete, evicted, malformed, over a limit).
+    pub fragments_dropped: u64,
 }
 
 impl Summary {
     /// Whether the byte accounting adds up.
     pub fn invariant_holds(&self) -> bool {
         self.stream_bytes == self.captured + self.discarded + self.dropped + self.missing
+    }
+
+    /// Whether every IP fragment is accounted for: in a reassembled
+    /// datagram or dropped (nothing is held at the end of a run).
+    pub fn fragments_accounted(&self) -> bool {
+        self.fragments == self.fragments_reassembled + self.fragments_dropped
     }
 }
 
@@ -141,7 +153,7 @@ fn human_bytes(num: &str, unit: &str) -> Option<f64> {
 }
 
 /// Parses the `packets`, `flows`, `streams` and `memory` lines of
-/// streamcap's summary (crates/streamcap-cli/src/run.rs `summary`).
+/// streamcap's summary, and its `fragments` line when there is one (crates/streamcap-cli/src/run.rs `summary`).
 pub fn parse_summary(text: &str) -> Option<Summary> {
     let mut s = Summary::default();
     let mut seen = 0;
@@ -172,6 +184,11 @@ pub fn parse_summary(text: &str) -> Option<Summary> {
             s.memory_limit = human_bytes(w.get(the + 1)?, w.get(the + 2)?)?;
             s.refusals = int_after(r, "budget,")?;
             seen += 1;
+        } else if let Some(r) = l.strip_prefix("fragments ") {
+            // "N = R in D reassembled datagrams + X dropped (...); ..."
+            s.fragments = first_int(r)?;
+            s.fragments_reassembled = int_after(r, "=")?;
+            s.fragments_dropped = int_after(r, "datagrams +")?;
         }
     }
     (seen == 4).then_some(s)
@@ -410,6 +427,9 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
                 if !s.invariant_holds() {
                     failures.push(format!("{}: invariant", m.mode));
                 }
+                if !s.fragments_accounted() {
+                    failures.push(format!("{}: fragments not accounted for", m.mode));
+                }
                 if s.flows != s.flows_ended {
                     failures.push(format!("{}: flows created != ended", m.mode));
                 }
@@ -477,9 +497,11 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
         o.runs
     );
     println!(
-        "| attack | packets | pcap | peak RSS streams / flows | RSS bound | budget | stream-data peak | streams pkt/s (× normal) | flows pkt/s (× normal) | delivered | discarded | dropped | missing | refusals | flows (evicted) | result |"
+        "| attack | packets | pcap | peak RSS streams / flows | RSS bound | budget | stream-data peak | streams pkt/s (× normal) | flows pkt/s (× normal) | delivered | discarded | dropped | missing | refusals | flows (evicted) | IP fragments (reassembled / dropped) | result |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|");
+    println!(
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+    );
     for r in rows {
         let s = &r.streams.summary;
         let result = if r.failures.is_empty() {
@@ -488,7 +510,7 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
             format!("**FAIL** ({})", r.failures.join("; "))
         };
         println!(
-            "| {} | {} | {} | {} / {} | {} | {} | {} | {:.0} k ({:.2}) | {:.0} k ({:.2}) | {} | {} | {} | {} | {} | {} ({}) | {} |",
+            "| {} | {} | {} | {} / {} | {} | {} | {} | {:.0} k ({:.2}) | {:.0} k ({:.2}) | {} | {} | {} | {} | {} | {} ({}) | {} | {} |",
             r.profile,
             r.packets,
             mib(r.pcap_bytes as f64),
@@ -508,6 +530,14 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
             s.refusals,
             s.flows,
             s.evicted,
+            if s.fragments == 0 {
+                "-".to_string()
+            } else {
+                format!(
+                    "{} ({} / {})",
+                    s.fragments, s.fragments_reassembled, s.fragments_dropped
+                )
+            },
             result
         );
     }
@@ -518,7 +548,8 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
          empty run's RSS ({}) and normal's RSS minus its stream-data peak and pcap size \
          ({}), plus {} slack; \
          throughput ≥ {:.0} % of normal's in the same mode; stream bytes = delivered + \
-         discarded + dropped + missing; flows created = flows ended; every packet read. \
+         discarded + dropped + missing; IP fragments = reassembled + dropped; flows \
+         created = flows ended; every packet read. \
          Byte columns and the stream-data peak are from `streamcap streams`.",
         mib(ov.allowance as f64),
         mib(ov.empty_rss as f64),
@@ -572,5 +603,20 @@ mod tests {
         let small = SUMMARY.replace("1.05 MB", "512 B");
         assert_eq!(parse_summary(&small).map(|s| s.memory_peak), Some(512.0));
         assert!(parse_summary("streamcap: x\n  packets 3 read\n").is_none());
+        assert_eq!(s.fragments, 0);
+        assert!(s.fragments_accounted());
+        let frag = SUMMARY.replace(
+            "  decode",
+            "  fragments    20000 = 11428 in 2857 reassembled datagrams + 8572 dropped \
+             (incomplete datagrams 4096, evicted datagrams 1619); 5714 overlaps (5714 conflicting)\n  decode",
+        );
+        let f = parse_summary(&frag).expect("parses");
+        assert_eq!(
+            (f.fragments, f.fragments_reassembled, f.fragments_dropped),
+            (20000, 11428, 8572)
+        );
+        assert!(f.fragments_accounted());
+        let off = frag.replace("+ 8572 dropped", "+ 8571 dropped");
+        assert!(!parse_summary(&off).is_some_and(|s| s.fragments_accounted()));
     }
 }

@@ -547,3 +547,52 @@ fn cutoff_classes() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The summary accounts for every IP fragment: in a reassembled datagram or
+/// dropped, with the reasons, also with two workers.
+#[test]
+fn summary_accounts_for_fragments() {
+    let dir = tempdir("fragments");
+    let f = dir.join("frag.pcap");
+    let (bytes, _) =
+        streamcap_gen::attack::generate_bytes(streamcap_gen::Profile::FragmentFlood, 6000, 1);
+    std::fs::write(&f, bytes).expect("write capture");
+    let fs = f.to_str().unwrap_or_default();
+    for workers in ["1", "2"] {
+        let o = run(&["flows", "-r", fs, "-o", "/dev/null", "--workers", workers]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let err = stderr(&o);
+        let line = err
+            .lines()
+            .find_map(|l| l.trim_start().strip_prefix("fragments"))
+            .unwrap_or_else(|| panic!("no fragments line: {err}"));
+        let nums: Vec<u64> = line
+            .split(|c: char| !c.is_ascii_digit())
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        // "N = R in D reassembled datagrams + X dropped (...)"
+        let (total, carried, datagrams, dropped) = (nums[0], nums[1], nums[2], nums[3]);
+        assert_eq!(total, 6000, "{line}");
+        assert_eq!(carried + dropped, total, "{line}");
+        assert!(datagrams > 0 && dropped > 0, "{line}");
+        assert!(line.contains("incomplete datagrams"), "{line}");
+        assert!(line.contains("conflicting)"), "{line}");
+    }
+    // Without fragments there is no such line.
+    let s = dir.join("syn.pcap");
+    let (bytes, _) =
+        streamcap_gen::attack::generate_bytes(streamcap_gen::Profile::SynFlood, 100, 1);
+    std::fs::write(&s, bytes).expect("write capture");
+    let o = run(&[
+        "flows",
+        "-r",
+        s.to_str().unwrap_or_default(),
+        "-o",
+        "/dev/null",
+    ]);
+    let err = stderr(&o);
+    assert!(
+        !err.lines().any(|l| l.trim_start().starts_with("fragments")),
+        "{err}"
+    );
+}

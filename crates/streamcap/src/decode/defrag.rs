@@ -150,14 +150,16 @@ impl Default for DefragConfig {
 
 /// Counters kept by a [`Defragmenter`]; they only ever increase.
 ///
-/// Every fragment fed is eventually part of a returned datagram, still held,
-/// or counted in `fragments_dropped`.
+/// Every fragment fed is part of a returned datagram (counted in
+/// `fragments_reassembled`), still held, or counted in `fragments_dropped`.
 #[derive(Default, Clone, Debug, PartialEq, Eq)]
 pub struct DefragStats {
     /// Fragments fed to [`Defragmenter::process`].
     pub fragments: u64,
     /// Datagrams completed and returned.
     pub reassembled: u64,
+    /// Fragments carried in those datagrams.
+    pub fragments_reassembled: u64,
     /// Live datagrams dropped because they did not complete in time.
     pub timed_out: u64,
     /// Overlaps between a new fragment and a stored piece (one per pair).
@@ -191,6 +193,7 @@ impl DefragStats {
     pub fn add(&mut self, o: &DefragStats) {
         self.fragments += o.fragments;
         self.reassembled += o.reassembled;
+        self.fragments_reassembled += o.fragments_reassembled;
         self.timed_out += o.timed_out;
         self.overlaps += o.overlaps;
         self.overlap_conflicts += o.overlap_conflicts;
@@ -278,7 +281,6 @@ pub struct Defragmenter {
     live: usize,
     bytes_held: usize,
     frags_held: usize,
-    frags_completed: u64,
     stats: DefragStats,
     out: Vec<u8>,
     scratch_win: Vec<(usize, u32, u32)>,
@@ -296,7 +298,6 @@ impl Defragmenter {
             live: 0,
             bytes_held: 0,
             frags_held: 0,
-            frags_completed: 0,
             stats: DefragStats::default(),
             out: Vec::new(),
             scratch_win: Vec::new(),
@@ -375,7 +376,7 @@ impl Defragmenter {
                     self.out.clear();
                     self.out.extend_from_slice(data);
                     self.stats.reassembled += 1;
-                    self.frags_completed += 1;
+                    self.stats.fragments_reassembled += 1;
                     let wire = WireCount {
                         fragments: 1,
                         ip_bytes: u64::from(frag.ip_len),
@@ -448,7 +449,7 @@ impl Defragmenter {
         self.live -= 1;
         self.bytes_held = self.bytes_held.saturating_sub(d.bytes);
         self.frags_held = self.frags_held.saturating_sub(d.frags);
-        self.frags_completed += d.frags as u64;
+        self.stats.fragments_reassembled += d.frags as u64;
         self.stats.reassembled += 1;
         let wire = WireCount {
             fragments: u32::try_from(d.frags).unwrap_or(u32::MAX),
@@ -799,7 +800,7 @@ mod tests {
         assert_eq!(d.frags_held, frags);
         assert_eq!(
             d.stats.fragments,
-            d.frags_completed + d.stats.fragments_dropped + d.frags_held as u64
+            d.stats.fragments_reassembled + d.stats.fragments_dropped + d.frags_held as u64
         );
         assert!(d.fifo.len() <= d.cfg.max_datagrams * 2 + 65);
         for g in d.table.values() {
