@@ -131,7 +131,7 @@ impl<T> FlowTable<T> {
     }
 
     /// The slot of `key`, if present.
-    #[inline]
+    #[inline(always)]
     pub fn find(&self, key: &FlowKey) -> Option<u32> {
         let hash = self.hash(key);
         let slab = &self.slab;
