@@ -126,7 +126,7 @@ ARGS=(run --streamcap "$BIN/streamcap" --peers "$PEERS" --runs "$RUNS"
 # do not stop the script).
 if [ "$ATTACK_PACKETS" != 0 ]; then
   "$BIN/streamcap-bench" attacks --streamcap "$BIN/streamcap" --packets "$ATTACK_PACKETS" \
-    --memory "$ATTACK_MEMORY" --runs "$([ "$RUNS" -gt 3 ] && echo 3 || echo "$RUNS")" \
+    --memory "$ATTACK_MEMORY" --runs "$RUNS" \
     --tmp "$BENCH_WORK/attacks" --json bench/results/attacks.json || say "attack benchmark failed (see above)"
 fi
 
