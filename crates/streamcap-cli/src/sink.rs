@@ -153,11 +153,11 @@ impl SharedOutput {
     }
 }
 
+/// The writer thread is gone (it only ends early by panicking). Not
+/// `BrokenPipe`: the CLI treats that as a reader that went away and stops
+/// quietly, and this must be reported.
 fn gone() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::BrokenPipe,
-        "the output's writer thread ended",
-    )
+    io::Error::other("the output's writer thread ended unexpectedly")
 }
 
 /// A worker's end of a [`SharedOutput`]: it collects whole records and hands
