@@ -7,18 +7,6 @@ use streamcap::engine::Worker;
 use streamcap::{Config, OverlapPolicy, ReassemblyMode};
 use support::*;
 
-fn run(cfg: Config, frames: &[Vec<u8>]) -> (Recorder, streamcap::GlobalStats) {
-    let mut w = Worker::new(cfg, Recorder::default());
-    feed(&mut w, frames, 1_000);
-    let stats = w.finish();
-    assert!(
-        stats.totals.invariant_holds(),
-        "global invariant: {:?}",
-        stats.totals
-    );
-    (w.into_handler(), stats)
-}
-
 fn client() -> Ep {
     ep("10.0.0.1", 40000)
 }
@@ -36,7 +24,7 @@ fn in_order_both_directions_with_chunks() {
         chunk_size: 16 << 10,
         ..Config::default()
     };
-    let (r, stats) = run(cfg, &c.frames);
+    let (r, stats) = run_worker(cfg, &c.frames);
     let o = r.get(0, "orig");
     let s = r.get(0, "resp");
     assert_eq!(o.data, req);
@@ -78,7 +66,7 @@ fn reordering_and_duplicates_are_repaired() {
     let dup = frames[10].clone();
     frames.insert(15, dup.clone());
     frames.push(dup);
-    let (r, _) = run(Config::default(), &frames);
+    let (r, _) = run_worker(Config::default(), &frames);
     let o = r.get(0, "orig");
     assert_eq!(o.data, data);
     let info = o.closed.as_ref().unwrap();
@@ -95,7 +83,7 @@ fn lost_segment_becomes_a_counted_gap() {
     c.handshake().client(&data, 1000);
     let mut frames = c.frames.clone();
     frames.remove(3 + 4); // bytes 4000..5000 never on the wire
-    let (r, _) = run(Config::default(), &frames);
+    let (r, _) = run_worker(Config::default(), &frames);
     let o = r.get(0, "orig");
     let mut want = data[..4000].to_vec();
     want.extend_from_slice(&data[5000..]);
@@ -175,7 +163,7 @@ fn overlap_policies_decide_undelivered_bytes() {
         c.frames.push(tcp(cl, sv, b + 2, 1, ACK, b"AAAA"));
         c.frames.push(tcp(cl, sv, b + 4, 1, ACK, b"BBBB"));
         c.frames.push(tcp(cl, sv, b, 1, ACK, b"CCCC"));
-        let (r, _) = run(
+        let (r, _) = run_worker(
             Config {
                 policy,
                 ..Config::default()
@@ -200,7 +188,7 @@ fn delivered_bytes_are_final_and_contradictions_flagged() {
     c.frames.push(tcp(cl, sv, b, 1, ACK, b"hello"));
     c.frames.push(tcp(cl, sv, b, 1, ACK, b"HELLO"));
     for policy in OverlapPolicy::ALL {
-        let (r, _) = run(
+        let (r, _) = run_worker(
             Config {
                 policy,
                 ..Config::default()
@@ -223,7 +211,7 @@ fn sequence_wrap_around() {
         .fin();
     let mut frames = c.frames.clone();
     frames[10..20].reverse();
-    let (r, _) = run(Config::default(), &frames);
+    let (r, _) = run_worker(Config::default(), &frames);
     assert_eq!(r.get(0, "orig").data, data);
     assert_eq!(r.get(0, "resp").data, &data[..9000]);
     assert_eq!(r.flows[0].1, "fin");
@@ -234,7 +222,7 @@ fn cutoff_stops_copying_and_counts_the_rest() {
     let data = bytes(30_000, 7);
     let mut c = Conv::new(client(), server(), 1, 1);
     c.handshake().client(&data, 1460).fin();
-    let (r, stats) = run(
+    let (r, stats) = run_worker(
         Config {
             cutoff: Some(10_000),
             ..Config::default()
@@ -262,7 +250,7 @@ fn cutoff_zero_is_statistics_only() {
     let data = bytes(8000, 8);
     let mut c = Conv::new(client(), server(), 1, 1);
     c.handshake().client(&data, 1000).server(&data, 500).fin();
-    let (r, stats) = run(
+    let (r, stats) = run_worker(
         Config {
             cutoff: Some(0),
             ..Config::default()
@@ -293,7 +281,7 @@ fn per_direction_cutoffs() {
         cutoff_resp: Some(2500),
         ..Config::default()
     };
-    let (r, _) = run(cfg, &c.frames);
+    let (r, _) = run_worker(cfg, &c.frames);
     assert_eq!(r.get(0, "orig").data, &data[..100]);
     assert_eq!(r.get(0, "resp").data, &data[..2500]);
 }
@@ -303,7 +291,7 @@ fn strict_mode_needs_a_handshake_fast_mode_picks_up() {
     let data = bytes(3000, 10);
     let mut c = Conv::new(client(), server(), 1, 1);
     c.client(&data, 1000);
-    let (r, _) = run(
+    let (r, _) = run_worker(
         Config {
             mode: ReassemblyMode::Fast,
             ..Config::default()
@@ -318,7 +306,7 @@ fn strict_mode_needs_a_handshake_fast_mode_picks_up() {
         .unwrap()
         .errors
         .contains(StreamErrors::NO_HANDSHAKE));
-    let (r, _) = run(
+    let (r, _) = run_worker(
         Config {
             mode: ReassemblyMode::Strict,
             ..Config::default()
@@ -341,7 +329,7 @@ fn syn_ack_first_makes_its_receiver_the_initiator() {
         tcp(cl, sv, 101, 501, ACK, b"GET /"),
         tcp(sv, cl, 501, 106, ACK, b"200 OK"),
     ];
-    let (r, _) = run(
+    let (r, _) = run_worker(
         Config {
             mode: ReassemblyMode::Strict,
             ..Config::default()
@@ -362,12 +350,12 @@ fn rst_closes_and_out_of_window_rst_is_ignored() {
     let mut frames = c.frames.clone();
     frames.push(tcp(sv, cl, 2 + 1_000_000_000, 0, RST, b""));
     frames.push(tcp(cl, sv, c.cseq, 0, ACK, b"def"));
-    let (r, stats) = run(Config::default(), &frames);
+    let (r, stats) = run_worker(Config::default(), &frames);
     assert_eq!(stats.invalid_rsts, 1);
     assert_eq!(r.flows[0].1, "eof");
     assert_eq!(r.get(0, "orig").data, b"abcdef");
     frames.push(tcp(sv, cl, c.sseq, 0, RST, b""));
-    let (r, _) = run(Config::default(), &frames);
+    let (r, _) = run_worker(Config::default(), &frames);
     assert_eq!(r.flows[0].1, "rst");
 }
 
@@ -379,7 +367,7 @@ fn reused_five_tuple_after_close_is_a_new_connection() {
     c2.handshake().client(b"second", 10).fin();
     let mut frames = c.frames.clone();
     frames.extend(c2.frames.clone());
-    let (r, stats) = run(Config::default(), &frames);
+    let (r, stats) = run_worker(Config::default(), &frames);
     assert_eq!(r.flows.len(), 2);
     assert_eq!(r.get(0, "orig").data, b"first");
     assert_eq!(r.get(1, "orig").data, b"second");
@@ -396,7 +384,7 @@ fn syn_retransmission_is_the_same_connection() {
     let mut c = Conv::new(cl, sv, 50, 60);
     c.frames.push(tcp(cl, sv, 50, 0, SYN, b""));
     c.handshake().client(b"x", 1).fin();
-    let (r, _) = run(Config::default(), &c.frames);
+    let (r, _) = run_worker(Config::default(), &c.frames);
     assert_eq!(r.flows.len(), 1);
     assert_eq!(r.flows[0].3.counters.pkts, 6);
 }
@@ -434,7 +422,7 @@ fn udp_streams_concatenate_and_other_protocols_deliver_per_packet() {
         udp(b, a, b"answer1"),
         udp(a, b, b"query2"),
     ];
-    let (r, stats) = run(Config::default(), &frames);
+    let (r, stats) = run_worker(Config::default(), &frames);
     assert_eq!(r.get(0, "orig").data, b"query1query2");
     assert_eq!(r.get(0, "resp").data, b"answer1");
     assert_eq!(stats.flows_created[1], 1);
@@ -445,7 +433,7 @@ fn udp_streams_concatenate_and_other_protocols_deliver_per_packet() {
         .icmpv4_echo_request(7, 1)
         .write(&mut icmp, b"ping")
         .unwrap();
-    let (r, _) = run(Config::default(), &[icmp.clone(), icmp]);
+    let (r, _) = run_worker(Config::default(), &[icmp.clone(), icmp]);
     let o = r.get(0, "orig");
     assert_eq!(o.reasons, [DataReason::Packet, DataReason::Packet]);
     assert_eq!(o.data.len(), 24);
@@ -461,7 +449,7 @@ fn overlap_and_keep_chunk() {
         overlap: 50,
         ..Config::default()
     };
-    let (r, _) = run(cfg.clone(), &c.frames);
+    let (r, _) = run_worker(cfg.clone(), &c.frames);
     let o = r.get(0, "orig");
     assert_eq!(o.data, data);
     // Chunks after the first repeat the previous chunk's last 50 bytes.
@@ -556,7 +544,7 @@ fn memory_budget_drops_are_counted() {
         chunk_size: 4096,
         ..Config::default()
     };
-    let (r, stats) = run(cfg, &frames);
+    let (r, stats) = run_worker(cfg, &frames);
     let info = r.get(0, "orig").closed.clone().unwrap();
     assert!(info.counters.dropped > 0);
     assert!(info.errors.contains(StreamErrors::DROPPED));
@@ -571,7 +559,7 @@ fn flow_limit_evicts_least_recent_and_counts_it() {
     for p in 0..10u16 {
         frames.push(udp(ep("10.0.0.1", 1000 + p), ep("10.0.0.2", 53), b"q"));
     }
-    let (r, stats) = run(
+    let (r, stats) = run_worker(
         Config {
             max_flows: 4,
             ..Config::default()
@@ -588,7 +576,7 @@ fn vlan_and_ipv6_flows_are_tracked() {
     let (c6, s6) = (ep("2001:db8::1", 5555), ep("2001:db8::2", 443));
     let mut c = Conv::new(c6, s6, 10, 20);
     c.handshake().client(b"hello v6", 100).fin();
-    let (r, _) = run(Config::default(), &c.frames);
+    let (r, _) = run_worker(Config::default(), &c.frames);
     assert_eq!(r.get(0, "orig").data, b"hello v6");
 
     let (cl, sv) = (client(), server());
@@ -596,7 +584,7 @@ fn vlan_and_ipv6_flows_are_tracked() {
         tcp_vlan(cl, sv, 1, 0, SYN, b"", Some(10)),
         tcp_vlan(cl, sv, 1, 0, SYN, b"", Some(20)),
     ];
-    let (r, _) = run(Config::default(), &frames);
+    let (r, _) = run_worker(Config::default(), &frames);
     assert_eq!(
         r.flows.len(),
         2,
@@ -609,7 +597,7 @@ fn packet_records_come_with_chunks() {
     let data = bytes(5000, 14);
     let mut c = Conv::new(client(), server(), 1, 1);
     c.handshake().client(&data, 1000).fin();
-    let (r, stats) = run(
+    let (r, stats) = run_worker(
         Config {
             need_packets: true,
             ..Config::default()
@@ -628,7 +616,7 @@ fn truncated_packets_count_missing_bytes() {
     let mut frames = c.frames.clone();
     let cut = frames[4].len() - 400;
     frames[4].truncate(cut); // second data segment loses its last 400 bytes
-    let (r, stats) = run(Config::default(), &frames);
+    let (r, stats) = run_worker(Config::default(), &frames);
     let o = r.get(0, "orig");
     let info = o.closed.as_ref().unwrap();
     assert_eq!(info.counters.missing, 400);
@@ -651,7 +639,7 @@ fn fin_with_a_hole_before_it_ends_with_missing_bytes() {
     // 1000..4000 never captured, then the FINs.
     c.cseq += 3000;
     c.fin();
-    let (r, _) = run(Config::default(), &c.frames);
+    let (r, _) = run_worker(Config::default(), &c.frames);
     let info = r.get(0, "orig").closed.clone().unwrap();
     assert_eq!(
         info.counters.stream_bytes, 4000,
@@ -723,7 +711,7 @@ fn fragmented_datagrams_are_reassembled_before_the_flow_table() {
         let header = if v6 { 40 + 8 } else { 20 };
         let ip_bytes: usize = frames.iter().map(|f| f.len() - 14).sum();
         assert_eq!(ip_bytes, 3 * header + 8 + 3000);
-        let (r, stats) = run(Config::default(), &frames);
+        let (r, stats) = run_worker(Config::default(), &frames);
         assert_eq!(r.get(0, "orig").data, payload, "v6={v6}");
         assert_eq!(stats.fragments, 3);
         assert_eq!(stats.defrag.reassembled, 1);
@@ -743,7 +731,7 @@ fn fragments_that_never_complete_are_counted() {
     let payload = bytes(3000, 18);
     let mut frames = fragmented_udp(false, &payload, 1200, 1);
     frames.remove(1);
-    let (r, stats) = run(Config::default(), &frames);
+    let (r, stats) = run_worker(Config::default(), &frames);
     assert!(r.flows.is_empty());
     assert_eq!(stats.fragments, 2);
     assert_eq!(stats.defrag.reassembled, 0);
@@ -805,7 +793,7 @@ fn known_answers_for_every_policy_and_mode() {
             } else {
                 format!("01234{inner}")
             };
-            let (r, _) = run(
+            let (r, _) = run_worker(
                 Config {
                     mode,
                     policy,
@@ -838,7 +826,7 @@ fn half_closed_connection_keeps_the_open_direction() {
     c.server(&reply, 1000);
     c.frames.push(tcp(sv, cl, c.sseq, c.cseq, FIN | ACK, b""));
     c.frames.push(tcp(cl, sv, c.cseq, c.sseq + 1, ACK, b""));
-    let (r, _) = run(Config::default(), &c.frames);
+    let (r, _) = run_worker(Config::default(), &c.frames);
     assert_eq!(r.get(0, "resp").data, reply);
     assert_eq!(r.flows[0].1, "fin");
     assert!(r.get(0, "orig").closed.as_ref().unwrap().errors.is_empty());
@@ -910,7 +898,7 @@ fn under_cutoffs(
                 chunk_size: 700,
                 ..Config::default()
             };
-            let (r, _) = run(cfg, frames);
+            let (r, _) = run_worker(cfg, frames);
             assert_eq!(r.flows.len(), 1, "cutoff {cutoff:?}");
             let (_, _, history, o, s) = r.flows[0].clone();
             (cutoff, o, s, history)
@@ -1000,7 +988,7 @@ fn cutoff_zero_reports_a_lost_segment_as_missing() {
     c.handshake().client(&data, 1000).fin();
     let mut frames = c.frames.clone();
     frames.remove(3 + 4); // bytes 4000..5000 never on the wire
-    let (r, stats) = run(
+    let (r, stats) = run_worker(
         Config {
             cutoff: Some(0),
             ..Config::default()
@@ -1073,7 +1061,7 @@ fn gap_given_up_at_termination_is_in_the_history() {
         .push(tcp(cl, sv, base + 2000, c.sseq, ACK | PSH, &data[2000..]));
     c.frames.push(tcp(sv, cl, c.sseq, base + 1000, ACK, b""));
     for cutoff in [None, Some(0)] {
-        let (r, _) = run(
+        let (r, _) = run_worker(
             Config {
                 cutoff,
                 ..Config::default()

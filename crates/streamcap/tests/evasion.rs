@@ -29,7 +29,6 @@ mod support;
 
 use etherparse::{IpNumber, Ipv4Header, Ipv6FragmentHeader, Ipv6Header, UdpHeader};
 use streamcap::deliver::StreamErrors;
-use streamcap::engine::Worker;
 use streamcap::{Config, GlobalStats, OverlapPolicy, ReassemblyMode};
 use support::*;
 
@@ -58,15 +57,7 @@ fn run_mode(
         ..Config::default()
     };
     cfg.defrag.policy = policy;
-    let mut w = Worker::new(cfg, Recorder::default());
-    feed(&mut w, frames, 1_000);
-    let stats = w.finish();
-    assert!(
-        stats.totals.invariant_holds(),
-        "{policy}: global invariant {:?}",
-        stats.totals
-    );
-    (w.into_handler(), stats)
+    run_worker(cfg, frames)
 }
 
 /// A segment (or fragment) of the scenario: `[start, end)` in stream units,

@@ -51,8 +51,7 @@ fn run_link(link: LinkType, frames: &[(Vec<u8>, u32)]) -> (Recorder, GlobalStats
 
 /// Runs whole Ethernet frames (nothing cut by a snapshot length).
 fn run(frames: &[Vec<u8>]) -> (Recorder, GlobalStats) {
-    let v: Vec<(Vec<u8>, u32)> = frames.iter().map(|f| (f.clone(), f.len() as u32)).collect();
-    run_link(LinkType::ETHERNET, &v)
+    run_worker(Config::default(), frames)
 }
 
 /// `frame` with `bytes` written at `at`.

@@ -158,6 +158,25 @@ impl Conv {
     }
 }
 
+/// Runs Ethernet `frames` (one millisecond apart from second 1000) through a
+/// worker with `cfg` and a [`Recorder`], ends the input, and checks the global
+/// accounting invariant.
+pub fn run_worker(
+    cfg: streamcap::Config,
+    frames: &[Vec<u8>],
+) -> (Recorder, streamcap::GlobalStats) {
+    let policy = cfg.policy;
+    let mut w = streamcap::engine::Worker::new(cfg, Recorder::default());
+    feed(&mut w, frames, 1_000);
+    let stats = w.finish();
+    assert!(
+        stats.totals.invariant_holds(),
+        "{policy}: global invariant {:?}",
+        stats.totals
+    );
+    (w.into_handler(), stats)
+}
+
 /// Feeds frames to a worker, one millisecond apart starting at `t0` seconds.
 pub fn feed<H: Handler>(w: &mut streamcap::engine::Worker<H>, frames: &[Vec<u8>], t0: u64) {
     for (i, f) in frames.iter().enumerate() {
