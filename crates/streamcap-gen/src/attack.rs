@@ -351,10 +351,27 @@ fn client_addr(i: u64) -> Ipv4Addr {
 
 const SERVER: Ipv4Addr = Ipv4Addr::new(192, 0, 2, 1);
 
+/// Connection number `i` (from 0): client `client_addr(i + 1)` on a random
+/// port, [`SERVER`] on `port`, random initial sequence numbers (drawn in
+/// that order: port, client ISN, server ISN).
+fn new_conn(
+    i: u64,
+    port: u16,
+    rng: &mut SplitMix64,
+) -> ((Ipv4Addr, u16), (Ipv4Addr, u16), u32, u32) {
+    let c = client(i, rng);
+    (c, (SERVER, port), rng.next_u32(), rng.next_u32())
+}
+
+/// The client of connection number `i` (from 0) on a random ephemeral port.
+fn client(i: u64, rng: &mut SplitMix64) -> (Ipv4Addr, u16) {
+    (client_addr(i + 1), rng.range(1024, 65536) as u16)
+}
+
 fn syn_flood<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Result<()> {
     let mut i = 0u64;
     while !e.full() {
-        let c = (client_addr(i + 1), rng.range(1024, 65536) as u16);
+        let c = client(i, rng);
         if e.tcp(c, (SERVER, 80), rng.next_u32(), 0, SYN, &[])? {
             e.stats.flows += 1;
         }
@@ -405,16 +422,7 @@ fn tiny_segments<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Resu
     const BYTES: u32 = 4000;
     let mut base = 0u64;
     while !e.full() {
-        let conns: Vec<_> = (base..base + CONC)
-            .map(|i| {
-                (
-                    (client_addr(i + 1), rng.range(1024, 65536) as u16),
-                    (SERVER, 80u16),
-                    rng.next_u32(),
-                    rng.next_u32(),
-                )
-            })
-            .collect();
+        let conns: Vec<_> = (base..base + CONC).map(|i| new_conn(i, 80, rng)).collect();
         base += CONC;
         for &(c, s, ci, si) in &conns {
             e.handshake(c, s, ci, si)?;
@@ -447,9 +455,7 @@ fn ooo_flood<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Result<(
     const LEN: u32 = 100;
     let mut i = 0u64;
     while !e.full() {
-        let c = (client_addr(i + 1), rng.range(1024, 65536) as u16);
-        let s = (SERVER, 80u16);
-        let (ci, si) = (rng.next_u32(), rng.next_u32());
+        let (c, s, ci, si) = new_conn(i, 80, rng);
         i += 1;
         e.handshake(c, s, ci, si)?;
         // Segment 0 is the hole; 1..=SEGS follow in random order.
@@ -474,9 +480,7 @@ fn overlap_storm<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Resu
     const WINDOWS: u32 = 20;
     let mut i = 0u64;
     while !e.full() {
-        let c = (client_addr(i + 1), rng.range(1024, 65536) as u16);
-        let s = (SERVER, 443u16);
-        let (ci, si) = (rng.next_u32(), rng.next_u32());
+        let (c, s, ci, si) = new_conn(i, 443, rng);
         i += 1;
         e.handshake(c, s, ci, si)?;
         for w in 0..WINDOWS {
@@ -572,7 +576,7 @@ fn seq_abuse<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Result<(
     const SEGS: u32 = 40;
     let mut i = 0u64;
     while !e.full() {
-        let c = (client_addr(i + 1), rng.range(1024, 65536) as u16);
+        let c = client(i, rng);
         let s = (SERVER, 80u16);
         // ISNs close to 2^32 so that the data wraps around.
         let ci = u32::MAX - rng.below(u64::from(SEGS * LEN / 2)) as u32;
@@ -623,16 +627,7 @@ fn seq_abuse<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Result<(
 fn endless_streams<W: Write>(e: &mut Emitter<W>, rng: &mut SplitMix64) -> io::Result<()> {
     const CONNS: u64 = 8;
     const LEN: u32 = 1400;
-    let conns: Vec<_> = (0..CONNS)
-        .map(|i| {
-            (
-                (client_addr(i + 1), rng.range(1024, 65536) as u16),
-                (SERVER, 80u16),
-                rng.next_u32(),
-                rng.next_u32(),
-            )
-        })
-        .collect();
+    let conns: Vec<_> = (0..CONNS).map(|i| new_conn(i, 80, rng)).collect();
     for &(c, s, ci, si) in &conns {
         e.handshake(c, s, ci, si)?;
     }
