@@ -13,6 +13,10 @@ use crate::stats::{DefragMerge, GlobalStats};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Packets read from the source at a time: the worker looks up all of them
+/// before it processes any ([`Worker::process_batch`]).
+const READ_BATCH: usize = 32;
+
 /// A configured capture: build it with [`Capture::builder`], run it on a
 /// source with [`Capture::run`] or on a file with [`Capture::run_file`].
 ///
@@ -158,40 +162,58 @@ impl Capture {
         let mut processed = 0u64;
         let mut wire = 0u64;
         let every = hooks.progress_every().max(1);
-        while self.max_packets.is_none_or(|m| processed < m) {
+        loop {
+            let room = self.max_packets.map_or(READ_BATCH, |m| {
+                (m.saturating_sub(processed)).min(READ_BATCH as u64) as usize
+            });
+            if room == 0 {
+                break;
+            }
             if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
                 stopped = true;
                 break;
             }
-            match source.next_packet() {
-                None => break,
-                Some(Ok(p)) => {
-                    wire += u64::from(p.orig_len);
-                    match hooks.inspect(&p) {
-                        Verdict::Process => {
-                            worker.process(&p);
-                            processed += 1;
-                        }
-                        Verdict::Skip => {}
-                        Verdict::Stop => {
-                            stopped = true;
-                            break;
-                        }
+            let before = n;
+            let mut batch = Vec::with_capacity(room);
+            let failed = source.next_batch(&mut batch, room);
+            let read = batch.len();
+            // The hooks see the packets in order; the ones to process are
+            // kept at the front, up to a `Stop`.
+            let mut keep = 0;
+            for i in 0..read {
+                let p = batch[i];
+                wire += u64::from(p.orig_len);
+                match hooks.inspect(&p) {
+                    Verdict::Process => {
+                        batch[keep] = p;
+                        keep += 1;
+                    }
+                    Verdict::Skip => {}
+                    Verdict::Stop => {
+                        stopped = true;
+                        break;
                     }
                 }
-                Some(Err(e)) => {
-                    error = Some(e);
-                    break;
-                }
+                n += 1;
             }
-            n += 1;
-            if n % every == 0 {
+            batch.truncate(keep);
+            worker.process_batch(&batch);
+            processed += keep as u64;
+            drop(batch);
+            if n / every > before / every {
                 hooks.progress(&Progress {
                     packets_read: n,
                     wire_bytes: wire,
                     position: source.progress(),
                     done: false,
                 });
+            }
+            if let Some(e) = failed {
+                error = Some(e);
+                break;
+            }
+            if stopped || read == 0 {
+                break;
             }
         }
         hooks.progress(&Progress {

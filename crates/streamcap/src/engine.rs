@@ -9,13 +9,13 @@
 
 use crate::config::{Config, ReassemblyMode};
 use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
-use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
+use crate::decode::{decode_ip, decode_transport, DecodeError, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
     Budget, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Gap, Handler, PacketRecord, Stream,
     StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
 };
 use crate::dispatch::fanout::Shard;
-use crate::flow::{Direction, FlowKey, FlowTable, ListId, Side};
+use crate::flow::{Direction, FlowHash, FlowKey, FlowTable, ListId, Side};
 use crate::reassembly::assembler::{Assembler, Incoming, Stored};
 use crate::reassembly::tcp::{offset_of, TcpSeq};
 use crate::source::RawPacket;
@@ -330,6 +330,20 @@ impl Ext {
         })
     }
 
+    /// Reads a field on each cache line that a packet of the stream uses
+    /// (sequence progress, parameters, counters, chunk buffer), so that the
+    /// lines are loaded together rather than one after the other.
+    #[inline]
+    fn warm(&self) {
+        std::hint::black_box((
+            self.tcp.next,
+            self.params.cutoff,
+            self.counters.pkts,
+            self.counters.retransmitted,
+            self.buf.as_ref().map(|b| b.start),
+        ));
+    }
+
     fn fresh_len(&self) -> usize {
         self.buf.as_ref().map_or(0, |b| b.fresh_len())
     }
@@ -368,6 +382,9 @@ fn pair<S>(dirs: &mut [DirState<S>; 2], side: Side) -> (&mut DirState<S>, &mut D
         Side::B => (&mut b[0], &mut a[0]),
     }
 }
+
+/// Frames whose flows [`Worker::process_batch`] looks up together.
+const WARM_GROUP: usize = 8;
 
 /// First allocation of a stream's chunk buffer, bytes.
 const MIN_CHUNK_ALLOC: usize = 512;
@@ -1036,8 +1053,14 @@ impl<H: Handler> Worker<H> {
     /// Processes one captured frame.
     #[inline]
     pub fn process(&mut self, pkt: &RawPacket<'_>) {
+        self.process_decoded(pkt, decode_ip(pkt.link, pkt.data));
+    }
+
+    /// [`Worker::process`] with the IP layer already decoded.
+    #[inline]
+    fn process_decoded(&mut self, pkt: &RawPacket<'_>, net: Result<NetPacket<'_>, DecodeError>) {
         self.advance_clock(pkt.ts);
-        let net = match decode_ip(pkt.link, pkt.data) {
+        let net = match net {
             Ok(n) => n,
             Err(e) => {
                 if self
@@ -1103,6 +1126,73 @@ impl<H: Handler> Worker<H> {
         self.count_frame(pkt);
         self.stats.ip_packets += 1;
         self.handle_ip(pkt, &net, net.payload, net.payload_wire_len, net.ip_len);
+    }
+
+    /// Processes frames in order, with exactly the result of calling
+    /// [`Worker::process`] on each. Before processing a group of frames it
+    /// looks up all their flows and reads their state, so that the cache
+    /// misses of a group overlap instead of stalling one packet after the
+    /// other (the lookups change nothing).
+    pub fn process_batch(&mut self, pkts: &[RawPacket<'_>]) {
+        if let [one] = pkts {
+            // Nothing to overlap.
+            self.process(one);
+            return;
+        }
+        for group in pkts.chunks(WARM_GROUP) {
+            let mut nets: [Option<Result<NetPacket<'_>, DecodeError>>; WARM_GROUP] =
+                std::array::from_fn(|_| None);
+            let mut hashes = [None; WARM_GROUP];
+            for ((net, h), p) in nets.iter_mut().zip(&mut hashes).zip(group) {
+                let decoded = decode_ip(p.link, p.data);
+                if let Ok(n) = &decoded {
+                    *h = self.flow_hash(n);
+                }
+                *net = Some(decoded);
+            }
+            // Each step reads what the one before found, for every frame of
+            // the group: the reads of one step are independent, so their
+            // cache misses overlap.
+            let found = hashes.map(|h| h.and_then(|h| self.table.probable_slot(h)));
+            let mut exts = [[None; 2]; WARM_GROUP];
+            for (e, idx) in exts.iter_mut().zip(found) {
+                if let Some((k, c)) = idx.and_then(|i| self.table.entry(i)) {
+                    std::hint::black_box(k.proto());
+                    *e = [c.dirs[0].ext.as_deref(), c.dirs[1].ext.as_deref()];
+                }
+            }
+            for e in exts.iter().flatten().flatten() {
+                e.warm();
+            }
+            for (p, net) in group.iter().zip(nets) {
+                if let Some(net) = net {
+                    self.process_decoded(p, net);
+                }
+            }
+        }
+    }
+
+    /// The flow-table hash of the flow an IP packet belongs to (fragments,
+    /// packets that do not decode and other workers' packets are left to
+    /// `process`).
+    #[inline]
+    fn flow_hash(&self, net: &NetPacket<'_>) -> Option<FlowHash> {
+        if net.fragment.is_some() {
+            return None;
+        }
+        if let Some(s) = &self.shard {
+            if !s.owns_packet(net, net.payload) {
+                return None;
+            }
+        }
+        let (sport, dport) =
+            match decode_transport(net.proto, net.payload, net.payload_wire_len).ok()? {
+                Transport::Tcp(seg) => (seg.src_port, seg.dst_port),
+                Transport::Udp(u) => (u.src_port, u.dst_port),
+                _ => (0, 0),
+            };
+        let (key, _) = FlowKey::new(net.src, sport, net.dst, dport, net.proto, net.vlan_key());
+        Some(self.table.hash_of(&key))
     }
 
     /// Counts a frame this worker owns in the global packet counters.
@@ -1323,9 +1413,9 @@ impl<H: Handler> Worker<H> {
         let (me, opp) = pair(&mut conn.dirs, side);
         let mut cx = cx!(self, key, side, me, &*opp, conn_id, idx, self.now, false);
         if wire > 0 {
-            let before = cx.e().counters;
+            let before = Outcome::of(&cx.e().counters);
             cx.datagram(payload, u64::from(wire), kind == Kind::Other);
-            classify(&before, &mut cx.e().counters);
+            before.classify(&mut cx.e().counters);
         }
         self.touch(idx, kind.list());
     }
@@ -1465,11 +1555,11 @@ impl<H: Handler> Worker<H> {
                     window: seg.window,
                 });
             }
-            let before = x.counters;
+            let before = Outcome::of(&x.counters);
             let mut cx = cx!(self, key, side, &mut *me, &*opp, conn_id, idx, self.now, reject);
             cx.tcp_data(off, seg.payload, wire, &self.cfg);
             let c = &mut cx.e().counters;
-            classify(&before, c);
+            before.classify(c);
             retransmitted = c.retransmitted > before.retransmitted;
         }
         if f.fin() && me.tcp().fin.is_none() {
@@ -1721,13 +1811,35 @@ fn params_for(cfg: &Config, dir: Direction) -> StreamParams {
 }
 
 /// Counts a payload packet as dropped, discarded or captured by what happened to its bytes.
-fn classify(before: &StreamCounters, c: &mut StreamCounters) {
-    if c.dropped > before.dropped {
-        c.pkts_dropped += 1;
-    } else if c.discarded > before.discarded {
-        c.pkts_discarded += 1;
-    } else if c.captured > before.captured {
-        c.pkts_captured += 1;
+/// The counters that tell what became of a packet's payload, taken before
+/// the payload is processed.
+struct Outcome {
+    dropped: u64,
+    discarded: u64,
+    captured: u64,
+    retransmitted: u64,
+}
+
+impl Outcome {
+    fn of(c: &StreamCounters) -> Outcome {
+        Outcome {
+            dropped: c.dropped,
+            discarded: c.discarded,
+            captured: c.captured,
+            retransmitted: c.retransmitted,
+        }
+    }
+
+    /// Counts the packet as dropped, discarded or captured, by what its
+    /// payload added to the counters since `self` was taken.
+    fn classify(&self, c: &mut StreamCounters) {
+        if c.dropped > self.dropped {
+            c.pkts_dropped += 1;
+        } else if c.discarded > self.discarded {
+            c.pkts_discarded += 1;
+        } else if c.captured > self.captured {
+            c.pkts_captured += 1;
+        }
     }
 }
 

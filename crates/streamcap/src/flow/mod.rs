@@ -5,4 +5,4 @@ mod key;
 mod table;
 
 pub use key::{Direction, FlowKey, Side};
-pub use table::{FlowTable, ListId};
+pub use table::{FlowHash, FlowTable, ListId};

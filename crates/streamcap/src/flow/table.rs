@@ -56,6 +56,11 @@ fn spread(hash: u32) -> u64 {
 }
 const NIL: u32 = u32::MAX;
 
+/// A key's hash in one table ([`FlowTable::hash_of`]); meaningless in another
+/// (each table's hasher is seeded differently).
+#[derive(Copy, Clone, Debug)]
+pub struct FlowHash(u32);
+
 struct Entry<T> {
     key: FlowKey,
     value: T,
@@ -123,6 +128,12 @@ impl<T> FlowTable<T> {
         self.slab.is_empty()
     }
 
+    /// The table's hash of `key`, for [`probable_slot`](Self::probable_slot).
+    #[inline]
+    pub fn hash_of(&self, key: &FlowKey) -> FlowHash {
+        FlowHash(self.hash(key))
+    }
+
     /// The keyed hash of `key`, folded to 32 bits.
     #[inline]
     fn hash(&self, key: &FlowKey) -> u32 {
@@ -139,6 +150,18 @@ impl<T> FlowTable<T> {
             .find(spread(hash), |e| {
                 e.hash == hash && slab.get(e.slot as usize).is_some_and(|e| e.key == *key)
             })
+            .map(|e| e.slot)
+    }
+
+    /// The slot that probably holds `key`: the first flow with the same
+    /// 32-bit hash, found without reading any entry (so that looking up many
+    /// keys in a row does not wait on one entry after the other). Verify with
+    /// [`find`](Self::find) before relying on it.
+    #[inline]
+    pub fn probable_slot(&self, hash: FlowHash) -> Option<u32> {
+        let hash = hash.0;
+        self.index
+            .find(spread(hash), |e| e.hash == hash)
             .map(|e| e.slot)
     }
 
@@ -206,6 +229,12 @@ impl<T> FlowTable<T> {
     #[inline]
     pub fn get_mut(&mut self, idx: u32) -> Option<&mut T> {
         self.slab.get_mut(idx as usize).map(|e| &mut e.value)
+    }
+
+    /// The key and value of a flow.
+    #[inline]
+    pub fn entry(&self, idx: u32) -> Option<(&FlowKey, &T)> {
+        self.slab.get(idx as usize).map(|e| (&e.key, &e.value))
     }
 
     /// The key and value of a flow.

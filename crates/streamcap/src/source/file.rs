@@ -163,6 +163,40 @@ impl PacketSource for FileSource {
         }
     }
 
+    fn next_batch<'s>(
+        &'s mut self,
+        out: &mut Vec<RawPacket<'s>>,
+        max: usize,
+    ) -> Option<SourceError> {
+        let FileSource {
+            data,
+            reader,
+            failed,
+            path,
+            ..
+        } = self;
+        if *failed {
+            return None;
+        }
+        let data: &'s Arc<Bytes> = data;
+        let data = data.as_slice();
+        while out.len() < max {
+            let next = match reader {
+                Reader::Pcap(r) => r.next(data),
+                Reader::Pcapng(r) => r.next(data),
+            };
+            match next {
+                Some(Ok(packet)) => out.push(packet),
+                Some(Err(fault)) => {
+                    *failed = true;
+                    return Some(fault.into_error(path));
+                }
+                None => break,
+            }
+        }
+        None
+    }
+
     fn name(&self) -> &str {
         &self.name
     }

@@ -109,6 +109,32 @@ pub trait PacketSource {
     /// The next packet, an input error, or `None` at the end.
     fn next_packet(&mut self) -> Option<Result<RawPacket<'_>, SourceError>>;
 
+    /// Appends up to `max` next packets to `out`, all valid at once, so that
+    /// a worker can look up every packet's flow before it processes any
+    /// ([`crate::engine::Worker::process_batch`]). Returns the input error
+    /// that ended the batch, if any: the packets in `out` come before it and
+    /// are good. Nothing appended and no error means the input is exhausted.
+    ///
+    /// The default takes one packet; a source whose packets stay valid
+    /// together (a memory-mapped file) fills the whole batch.
+    fn next_batch<'s>(
+        &'s mut self,
+        out: &mut Vec<RawPacket<'s>>,
+        max: usize,
+    ) -> Option<SourceError> {
+        if max == 0 {
+            return None;
+        }
+        match self.next_packet() {
+            Some(Ok(p)) => {
+                out.push(p);
+                None
+            }
+            Some(Err(e)) => Some(e),
+            None => None,
+        }
+    }
+
     /// A human-readable name for messages (the file path, the interface).
     fn name(&self) -> &str;
 
