@@ -9,7 +9,7 @@
 
 use crate::config::{Config, ReassemblyMode};
 use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
-use crate::decode::{decode_ip, decode_transport, DecodeError, NetPacket, TcpSegment, Transport};
+use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
     Budget, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Gap, Handler, PacketRecord, Stream,
     StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
@@ -381,6 +381,32 @@ fn pair<S>(dirs: &mut [DirState<S>; 2], side: Side) -> (&mut DirState<S>, &mut D
         Side::A => (&mut a[0], &mut b[0]),
         Side::B => (&mut b[0], &mut a[0]),
     }
+}
+
+/// What [`Worker::process_batch`] learned of a frame before processing it.
+enum Prepared<'a> {
+    /// A whole packet of this worker's, decoded down to its flow.
+    Ready(Ready<'a>),
+    /// Another worker's packet (only the clock advances).
+    NotMine,
+    /// Anything else (fragments, decoding errors): the per-packet path.
+    Slow,
+}
+
+/// A whole packet decoded down to its flow (computed once per packet).
+struct Ready<'a> {
+    transport: Transport<'a>,
+    flow: FlowOf,
+    ip_len: u32,
+    proto: u8,
+}
+
+/// A packet's flow: the key, the packet's side of it, and the key's hash in
+/// the worker's flow table (computed once per packet).
+struct FlowOf {
+    key: FlowKey,
+    side: Side,
+    hash: FlowHash,
 }
 
 /// Frames whose flows [`Worker::process_batch`] looks up together.
@@ -1053,14 +1079,8 @@ impl<H: Handler> Worker<H> {
     /// Processes one captured frame.
     #[inline]
     pub fn process(&mut self, pkt: &RawPacket<'_>) {
-        self.process_decoded(pkt, decode_ip(pkt.link, pkt.data));
-    }
-
-    /// [`Worker::process`] with the IP layer already decoded.
-    #[inline]
-    fn process_decoded(&mut self, pkt: &RawPacket<'_>, net: Result<NetPacket<'_>, DecodeError>) {
         self.advance_clock(pkt.ts);
-        let net = match net {
+        let net = match decode_ip(pkt.link, pkt.data) {
             Ok(n) => n,
             Err(e) => {
                 if self
@@ -1140,20 +1160,17 @@ impl<H: Handler> Worker<H> {
             return;
         }
         for group in pkts.chunks(WARM_GROUP) {
-            let mut nets: [Option<Result<NetPacket<'_>, DecodeError>>; WARM_GROUP] =
-                std::array::from_fn(|_| None);
-            let mut hashes = [None; WARM_GROUP];
-            for ((net, h), p) in nets.iter_mut().zip(&mut hashes).zip(group) {
-                let decoded = decode_ip(p.link, p.data);
-                if let Ok(n) = &decoded {
-                    *h = self.flow_hash(n);
-                }
-                *net = Some(decoded);
-            }
+            let prepared: [Prepared<'_>; WARM_GROUP] =
+                std::array::from_fn(|i| group.get(i).map_or(Prepared::Slow, |p| self.prepare(p)));
             // Each step reads what the one before found, for every frame of
             // the group: the reads of one step are independent, so their
             // cache misses overlap.
-            let found = hashes.map(|h| h.and_then(|h| self.table.probable_slot(h)));
+            let mut found = [None; WARM_GROUP];
+            for (f, p) in found.iter_mut().zip(&prepared) {
+                if let Prepared::Ready(r) = p {
+                    *f = self.table.probable_slot(r.flow.hash);
+                }
+            }
             let mut exts = [[None; 2]; WARM_GROUP];
             for (e, idx) in exts.iter_mut().zip(found) {
                 if let Some((k, c)) = idx.and_then(|i| self.table.entry(i)) {
@@ -1164,35 +1181,64 @@ impl<H: Handler> Worker<H> {
             for e in exts.iter().flatten().flatten() {
                 e.warm();
             }
-            for (p, net) in group.iter().zip(nets) {
-                if let Some(net) = net {
-                    self.process_decoded(p, net);
+            for (p, prep) in group.iter().zip(&prepared) {
+                match prep {
+                    Prepared::Ready(r) => {
+                        self.advance_clock(p.ts);
+                        self.count_frame(p);
+                        self.stats.ip_packets += 1;
+                        self.handle_transport(p, r.proto, &r.transport, &r.flow, r.ip_len);
+                    }
+                    Prepared::NotMine => self.advance_clock(p.ts),
+                    Prepared::Slow => self.process(p),
                 }
             }
         }
     }
 
-    /// The flow-table hash of the flow an IP packet belongs to (fragments,
-    /// packets that do not decode and other workers' packets are left to
-    /// `process`).
+    /// Decodes a whole packet this worker owns down to its flow, for
+    /// [`Worker::process_batch`].
     #[inline]
-    fn flow_hash(&self, net: &NetPacket<'_>) -> Option<FlowHash> {
+    fn prepare<'p>(&self, pkt: &RawPacket<'p>) -> Prepared<'p> {
+        let Ok(net) = decode_ip(pkt.link, pkt.data) else {
+            return Prepared::Slow;
+        };
         if net.fragment.is_some() {
-            return None;
+            return Prepared::Slow;
         }
-        if let Some(s) = &self.shard {
-            if !s.owns_packet(net, net.payload) {
-                return None;
-            }
+        if self
+            .shard
+            .as_ref()
+            .is_some_and(|s| !s.owns_packet(&net, net.payload))
+        {
+            return Prepared::NotMine;
         }
-        let (sport, dport) =
-            match decode_transport(net.proto, net.payload, net.payload_wire_len).ok()? {
-                Transport::Tcp(seg) => (seg.src_port, seg.dst_port),
-                Transport::Udp(u) => (u.src_port, u.dst_port),
-                _ => (0, 0),
-            };
-        let (key, _) = FlowKey::new(net.src, sport, net.dst, dport, net.proto, net.vlan_key());
-        Some(self.table.hash_of(&key))
+        match decode_transport(net.proto, net.payload, net.payload_wire_len) {
+            Ok(transport) => Prepared::Ready(Ready {
+                flow: self.flow_of(&net, &transport),
+                transport,
+                ip_len: net.ip_len,
+                proto: net.proto,
+            }),
+            Err(_) => Prepared::Slow,
+        }
+    }
+
+    /// The flow of a decoded packet: its key, the packet's side and the
+    /// key's hash in the flow table.
+    #[inline]
+    fn flow_of(&self, net: &NetPacket<'_>, t: &Transport<'_>) -> FlowOf {
+        let (sport, dport) = match t {
+            Transport::Tcp(seg) => (seg.src_port, seg.dst_port),
+            Transport::Udp(u) => (u.src_port, u.dst_port),
+            Transport::Icmp(_) | Transport::Other { .. } => (0, 0),
+        };
+        let (key, side) = FlowKey::new(net.src, sport, net.dst, dport, net.proto, net.vlan_key());
+        FlowOf {
+            key,
+            side,
+            hash: self.table.hash_of(&key),
+        }
     }
 
     /// Counts a frame this worker owns in the global packet counters.
@@ -1222,49 +1268,43 @@ impl<H: Handler> Worker<H> {
                 return;
             }
         };
-        self.stats.proto_packets[ProtoClass::of(net.proto) as usize] += 1;
+        let flow = self.flow_of(net, &t);
+        self.handle_transport(frame, net.proto, &t, &flow, ip_len);
+    }
+
+    /// Handles a decoded transport-layer packet of protocol `proto` in `flow`.
+    #[inline]
+    fn handle_transport(
+        &mut self,
+        frame: &RawPacket<'_>,
+        proto: u8,
+        t: &Transport<'_>,
+        flow: &FlowOf,
+        ip_len: u32,
+    ) {
+        self.stats.proto_packets[ProtoClass::of(proto) as usize] += 1;
         match t {
-            Transport::Tcp(seg) => self.handle_tcp(frame, net, &seg, ip_len),
-            Transport::Udp(u) => {
-                let (key, side) =
-                    FlowKey::new(net.src, u.src_port, net.dst, u.dst_port, 17, net.vlan_key());
-                self.handle_datagram(
-                    frame,
-                    key,
-                    side,
-                    Kind::Udp,
-                    u.payload,
-                    u.payload_wire_len,
-                    ip_len,
-                );
-            }
-            Transport::Icmp(m) => {
-                let (key, side) = FlowKey::new(net.src, 0, net.dst, 0, net.proto, net.vlan_key());
-                self.handle_datagram(
-                    frame,
-                    key,
-                    side,
-                    Kind::Other,
-                    m.payload,
-                    m.payload_wire_len,
-                    ip_len,
-                );
-            }
+            Transport::Tcp(seg) => self.handle_tcp(frame, seg, flow, ip_len),
+            Transport::Udp(u) => self.handle_datagram(
+                frame,
+                flow,
+                Kind::Udp,
+                u.payload,
+                u.payload_wire_len,
+                ip_len,
+            ),
+            Transport::Icmp(m) => self.handle_datagram(
+                frame,
+                flow,
+                Kind::Other,
+                m.payload,
+                m.payload_wire_len,
+                ip_len,
+            ),
             Transport::Other {
                 payload,
                 payload_wire_len,
-            } => {
-                let (key, side) = FlowKey::new(net.src, 0, net.dst, 0, net.proto, net.vlan_key());
-                self.handle_datagram(
-                    frame,
-                    key,
-                    side,
-                    Kind::Other,
-                    payload,
-                    payload_wire_len,
-                    ip_len,
-                );
-            }
+            } => self.handle_datagram(frame, flow, Kind::Other, payload, *payload_wire_len, ip_len),
         }
     }
 
@@ -1280,10 +1320,11 @@ impl<H: Handler> Worker<H> {
     fn create_conn(
         &mut self,
         frame: &RawPacket<'_>,
-        key: FlowKey,
+        flow: &FlowOf,
         orig_side: Side,
         kind: Kind,
     ) -> u32 {
+        let key = flow.key;
         if self.table.len() >= self.cfg.max_flows.max(1) {
             if let Some(victim) = self.table.eviction_candidate() {
                 self.terminate(victim, EndReason::Evicted);
@@ -1319,7 +1360,9 @@ impl<H: Handler> Worker<H> {
             first_side: orig_side,
         };
         self.stats.flows_created[ProtoClass::of(key.proto()) as usize] += 1;
-        let idx = self.table.insert(key, kind.list(), self.now, conn);
+        let idx = self
+            .table
+            .insert_hashed(key, flow.hash, kind.list(), self.now, conn);
         self.touch(idx, kind.list());
         self.stats.max_flows = self.stats.max_flows.max(self.table.len() as u64);
         idx
@@ -1369,17 +1412,17 @@ impl<H: Handler> Worker<H> {
     fn handle_datagram(
         &mut self,
         frame: &RawPacket<'_>,
-        key: FlowKey,
-        side: Side,
+        flow: &FlowOf,
         kind: Kind,
         payload: &[u8],
         wire: u32,
         ip_len: u32,
     ) {
         let ts = frame.ts;
-        let idx = match self.table.find(&key) {
+        let side = flow.side;
+        let idx = match self.table.find_hashed(&flow.key, flow.hash) {
             Some(i) => i,
-            None => self.create_conn(frame, key, side, kind),
+            None => self.create_conn(frame, flow, side, kind),
         };
         self.begin_packet(idx, side, ip_len, ts);
         if wire > 0 {
@@ -1423,22 +1466,15 @@ impl<H: Handler> Worker<H> {
     fn handle_tcp(
         &mut self,
         frame: &RawPacket<'_>,
-        net: &NetPacket<'_>,
         seg: &TcpSegment<'_>,
+        flow: &FlowOf,
         ip_len: u32,
     ) {
         let ts = frame.ts;
-        let (key, side) = FlowKey::new(
-            net.src,
-            seg.src_port,
-            net.dst,
-            seg.dst_port,
-            6,
-            net.vlan_key(),
-        );
+        let side = flow.side;
         let f = seg.flags;
         let pure_syn = f.syn() && !f.ack();
-        let idx = match self.table.find(&key) {
+        let idx = match self.table.find_hashed(&flow.key, flow.hash) {
             Some(i) => {
                 let reuse = pure_syn
                     && self.table.get(i).is_some_and(|c| {
@@ -1451,7 +1487,7 @@ impl<H: Handler> Worker<H> {
                     });
                 if reuse {
                     self.terminate(i, EndReason::Evicted);
-                    self.create_conn(frame, key, side, Kind::Tcp)
+                    self.create_conn(frame, flow, side, Kind::Tcp)
                 } else {
                     i
                 }
@@ -1462,7 +1498,7 @@ impl<H: Handler> Worker<H> {
                 } else {
                     side
                 };
-                self.create_conn(frame, key, orig, Kind::Tcp)
+                self.create_conn(frame, flow, orig, Kind::Tcp)
             }
         };
         self.begin_packet(idx, side, ip_len, ts);

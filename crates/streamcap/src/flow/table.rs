@@ -144,7 +144,14 @@ impl<T> FlowTable<T> {
     /// The slot of `key`, if present.
     #[inline(always)]
     pub fn find(&self, key: &FlowKey) -> Option<u32> {
-        let hash = self.hash(key);
+        self.find_hashed(key, self.hash_of(key))
+    }
+
+    /// [`find`](Self::find) with the key's hash ([`hash_of`](Self::hash_of))
+    /// already computed.
+    #[inline(always)]
+    pub fn find_hashed(&self, key: &FlowKey, hash: FlowHash) -> Option<u32> {
+        let hash = hash.0;
         let slab = &self.slab;
         self.index
             .find(spread(hash), |e| {
@@ -167,8 +174,22 @@ impl<T> FlowTable<T> {
 
     /// Inserts a new flow (the key must not be present) at the tail of `list`.
     pub fn insert(&mut self, key: FlowKey, list: ListId, now: Timestamp, value: T) -> u32 {
+        let hash = self.hash_of(&key);
+        self.insert_hashed(key, hash, list, now, value)
+    }
+
+    /// [`insert`](Self::insert) with the key's hash
+    /// ([`hash_of`](Self::hash_of)) already computed.
+    pub fn insert_hashed(
+        &mut self,
+        key: FlowKey,
+        hash: FlowHash,
+        list: ListId,
+        now: Timestamp,
+        value: T,
+    ) -> u32 {
+        let hash = hash.0;
         let idx = self.slab.insert(Entry { key, value }) as u32;
-        let hash = self.hash(&key);
         self.index
             .insert_unique(spread(hash), Indexed { slot: idx, hash }, |e| {
                 spread(e.hash)
