@@ -739,6 +739,9 @@ impl<H: Handler> Cx<'_, H> {
     /// Processes TCP payload: `present` bytes captured of `wire` bytes on the
     /// wire, starting at stream offset `off` (may be negative: before the start).
     fn tcp_data(&mut self, off: i64, present: &[u8], wire: u64, cfg: &Config) {
+        if self.discard_in_order(off, present, wire) {
+            return;
+        }
         let end = off.saturating_add(wire as i64);
         if end <= 0 {
             self.e().counters.retransmitted += wire;
@@ -839,6 +842,48 @@ impl<H: Handler> Cx<'_, H> {
             self.past_cutoff(rest, present_end, e, cfg);
         }
         self.settle_cutoff();
+    }
+
+    /// The common case of a statistics-only run, in a few instructions: a
+    /// segment at the delivery point of a stream already past its cutoff,
+    /// with nothing buffered or stored, is only counted (discarded, and
+    /// missing where the capture cut it). Exactly what the general path of
+    /// `tcp_data` does for such a segment; returns false, changing nothing,
+    /// for any other segment.
+    #[inline]
+    fn discard_in_order(&mut self, off: i64, present: &[u8], wire: u64) -> bool {
+        let limit = self.cutoff_now();
+        let Some(e) = self.me.ext.as_deref_mut() else {
+            return false;
+        };
+        let start = e.tcp.next;
+        let fits = off >= 0
+            && off as u64 == start
+            && start >= limit
+            && e.tcp.fin.is_none()
+            && e.buf.is_none()
+            && e.ooo.as_ref().is_none_or(|a| a.is_empty());
+        if !fits {
+            return false;
+        }
+        let end = start + wire;
+        let seen = (present.len() as u64).min(wire);
+        let cut = wire - seen;
+        e.tcp.next = end;
+        e.tcp.max_end = e.tcp.max_end.max(end);
+        let c = &mut e.counters;
+        c.stream_bytes += wire;
+        c.discarded += seen;
+        if cut > 0 {
+            c.missing += cut;
+            self.me
+                .errors
+                .insert(StreamErrors::TRUNCATED.union(StreamErrors::GAP));
+        }
+        if !self.me.has(F_DISCARD) && !self.reject {
+            self.me.set_flag(F_CUTOFF, true);
+        }
+        true
     }
 
     /// Accounts the part `[from, end)` of a TCP segment that lies past the
