@@ -330,18 +330,19 @@ impl Ext {
         })
     }
 
-    /// Reads a field on each cache line that a packet of the stream uses
-    /// (sequence progress, parameters, counters, chunk buffer), so that the
-    /// lines are loaded together rather than one after the other.
+    /// Asks the CPU to prefetch each cache line that a packet of the stream
+    /// uses (sequence progress, parameters, counters, chunk buffer), so that
+    /// the lines of a whole group of packets load together rather than one
+    /// after the other. A hint only: nothing is read or changed.
     #[inline]
     fn warm(&self) {
-        std::hint::black_box((
-            self.tcp.next,
-            self.params.cutoff,
-            self.counters.pkts,
-            self.counters.retransmitted,
-            self.buf.as_ref().map(|b| b.start),
-        ));
+        use prefetch_index::prefetch_index;
+        use std::slice::from_ref;
+        prefetch_index(from_ref(&self.tcp), 0);
+        prefetch_index(from_ref(&self.params), 0);
+        prefetch_index(from_ref(&self.counters.pkts), 0);
+        prefetch_index(from_ref(&self.counters.retransmitted), 0);
+        prefetch_index(from_ref(&self.buf), 0);
     }
 
     fn fresh_len(&self) -> usize {
@@ -409,7 +410,10 @@ struct FlowOf {
     hash: FlowHash,
 }
 
-/// Frames whose flows [`Worker::process_batch`] looks up together.
+/// Frames whose flows [`Worker::process_batch`] looks up together. Measured
+/// on the small-packet campus trace: 4 and 8 gave the same speed-up over
+/// packet-by-packet processing, 16 about half of it (a group's decoded
+/// frames and state then no longer stay in the first-level cache).
 const WARM_GROUP: usize = 8;
 
 /// First allocation of a stream's chunk buffer, bytes.
@@ -1194,10 +1198,17 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Processes frames in order, with exactly the result of calling
-    /// [`Worker::process`] on each. Before processing a group of frames it
-    /// looks up all their flows and reads their state, so that the cache
-    /// misses of a group overlap instead of stalling one packet after the
-    /// other (the lookups change nothing).
+    /// [`Worker::process`] on each, faster.
+    ///
+    /// Frames are taken in groups of eight. Each frame of a group is decoded
+    /// (once: the result is used to process it), then the group's flows are
+    /// looked up, their entries read and their per-direction state
+    /// prefetched, one step for the whole group at a time, before any frame
+    /// is processed. The loads of one step are independent, so their cache
+    /// misses overlap instead of stalling one packet after the other; the
+    /// look-ups change nothing, and a flow that a frame of the group creates,
+    /// evicts or ends before a later frame of the same group is processed is
+    /// found again by that frame's own lookup.
     pub fn process_batch(&mut self, pkts: &[RawPacket<'_>]) {
         if let [one] = pkts {
             // Nothing to overlap.

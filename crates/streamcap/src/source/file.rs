@@ -70,6 +70,29 @@ pub struct FileSource {
     reader: Reader,
     /// Set after an error: the source stays exhausted.
     failed: bool,
+    /// File offset up to which the reader asked the CPU to prefetch.
+    prefetched: usize,
+}
+
+/// How far ahead of the reader the file is prefetched, bytes.
+const PREFETCH_AHEAD: usize = 8 << 10;
+
+/// Asks the CPU to load the file's cache lines from `from` up to
+/// [`PREFETCH_AHEAD`] bytes past the reader's position `pos`; returns where
+/// it stopped (the next call's `from`). Each record header's position
+/// depends on the one before, so without this every header of a trace of
+/// large packets is a cache miss the reader waits for (measured on the
+/// 2 M-packet campus trace in `streams` mode: `PcapReader::next` fell from
+/// 7.1 % to 3.6 % of the samples). Prefetching is a hint: it never faults
+/// and changes nothing the program reads.
+fn prefetch_ahead(data: &[u8], from: usize, pos: usize) -> usize {
+    let until = pos.saturating_add(PREFETCH_AHEAD).min(data.len());
+    let mut line = from;
+    while line < until {
+        prefetch_index::prefetch_index(data, line);
+        line += 64;
+    }
+    line
 }
 
 impl FileSource {
@@ -129,6 +152,7 @@ impl FileSource {
             data,
             reader,
             failed: false,
+            prefetched: 0,
         })
     }
 
@@ -173,6 +197,7 @@ impl PacketSource for FileSource {
             reader,
             failed,
             path,
+            prefetched,
             ..
         } = self;
         if *failed {
@@ -186,7 +211,14 @@ impl PacketSource for FileSource {
                 Reader::Pcapng(r) => r.next(data),
             };
             match next {
-                Some(Ok(packet)) => out.push(packet),
+                Some(Ok(packet)) => {
+                    let pos = match reader {
+                        Reader::Pcap(r) => r.position(),
+                        Reader::Pcapng(r) => r.position(),
+                    };
+                    *prefetched = prefetch_ahead(data, (*prefetched).max(pos), pos);
+                    out.push(packet)
+                }
                 Some(Err(fault)) => {
                     *failed = true;
                     return Some(fault.into_error(path));
