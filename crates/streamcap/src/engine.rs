@@ -416,12 +416,8 @@ struct FlowOf {
 /// frames and state then no longer stay in the first-level cache).
 const WARM_GROUP: usize = 8;
 
-/// Most a stream's chunk buffer gets at first, bytes: enough for most short
-/// streams whole. A stream that outgrows it gets the whole chunk size at
-/// once, so a long stream's buffer is copied by `realloc` once rather than
-/// at every doubling (on the campus trace in `streams` mode, growing by
-/// doubling from 512 bytes cost 8 % of all instructions).
-const FIRST_CHUNK_ALLOC: usize = 4 << 10;
+/// First allocation of a stream's chunk buffer, bytes.
+const MIN_CHUNK_ALLOC: usize = 512;
 
 type FlushQueue = BinaryHeap<Reverse<(u64, u32, u64, u8)>>;
 
@@ -549,17 +545,12 @@ impl<H: Handler> Cx<'_, H> {
             }
             let flush_timeout = e.params.flush_timeout;
             let buf = e.buf_mut();
-            let len = buf.data.len();
-            if len + take > buf.data.capacity() {
-                // Most streams are short: start with a small buffer, so that
-                // short streams do not each pin a whole chunk of memory, and
-                // go to the chunk size in one step when that is outgrown.
-                let want = if buf.data.capacity() == 0 {
-                    cs.min(FIRST_CHUNK_ALLOC).max(take)
-                } else {
-                    cs.max(len + take)
-                };
-                buf.data.reserve_exact(want - len);
+            if buf.data.capacity() == 0 {
+                // Most streams are short: start small and let the vector
+                // grow geometrically up to the chunk size, so idle or short
+                // streams do not each pin a whole chunk of memory.
+                buf.data
+                    .reserve_exact(cs.min(take.next_power_of_two().max(MIN_CHUNK_ALLOC)));
             }
             if buf.fresh_len() == 0 {
                 buf.pending_since = Some(now);
