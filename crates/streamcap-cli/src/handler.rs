@@ -206,6 +206,10 @@ fn create_unique(dir: &Path, base: &str) -> Result<(String, File), (String, io::
 
 impl Handler for CliHandler {
     type State = DirState;
+    // Records are written at the end of a connection; nothing happens when a
+    // stream starts or closes.
+    const WANTS_ON_CREATE: bool = false;
+    const WANTS_ON_CLOSE: bool = false;
 
     fn on_data(&mut self, s: &mut Stream<'_, DirState>, c: &Chunk<'_>) {
         let data = c.new_data();

@@ -377,14 +377,35 @@ impl<'a> Staging<'a> {
     fn ip(&mut self, ip: IpAddr) {
         match ip {
             IpAddr::V4(v4) => {
-                self.put(b"\"");
+                // The longest, with its quotes: "255.255.255.255".
+                const MAX: usize = 17;
+                self.room(MAX);
+                let Some(field) = self.buf.get_mut(self.len..self.len + MAX) else {
+                    return; // unreachable: `room` made space
+                };
+                field[0] = b'"';
+                let mut at = 1;
                 for (i, o) in v4.octets().into_iter().enumerate() {
                     if i > 0 {
-                        self.put(b".");
+                        field[at] = b'.';
+                        at += 1;
                     }
-                    self.num(u64::from(o));
+                    let o = usize::from(o);
+                    if o >= 100 {
+                        field[at] = b'0' + (o / 100) as u8;
+                        at += 1;
+                    }
+                    if o >= 10 {
+                        let pair = o % 100 * 2;
+                        field[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+                        at += 2;
+                    } else {
+                        field[at] = b'0' + o as u8;
+                        at += 1;
+                    }
                 }
-                self.put(b"\"");
+                field[at] = b'"';
+                self.len += at + 1;
             }
             IpAddr::V6(v6) => {
                 use std::io::Write;

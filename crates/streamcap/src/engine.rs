@@ -1445,8 +1445,10 @@ impl<H: Handler> Worker<H> {
             me.set_flag(F_CREATED, true);
             me.start = ts;
             self.stats.streams += 1;
-            let mut cx = cx!(self, key, side, me, &*opp, conn_id, idx, self.now, false);
-            cx.call(|h, s| h.on_create(s));
+            if H::WANTS_ON_CREATE {
+                let mut cx = cx!(self, key, side, me, &*opp, conn_id, idx, self.now, false);
+                cx.call(|h, s| h.on_create(s));
+            }
         }
     }
 
@@ -1829,7 +1831,9 @@ impl<H: Handler> Worker<H> {
                     conn.history.push(b'G', side == conn.orig_side);
                 }
                 cx.me.status = StreamStatus::Closed(reason);
-                cx.call(|h, s| h.on_close(s));
+                if H::WANTS_ON_CLOSE {
+                    cx.call(|h, s| h.on_close(s));
+                }
                 self.stats.totals.add(&me.counters());
                 self.stats.chunks += me.ext.as_ref().map_or(0, |e| e.chunks);
             } else {

@@ -1094,3 +1094,63 @@ fn gap_given_up_by_the_peers_ack_is_in_the_history() {
     assert_eq!(s.counters.missing, 1000);
     assert!(history.contains('g'), "{history}");
 }
+
+/// A handler that says it does not want `on_create` / `on_close` never gets
+/// them, and everything else (data, flow ends, statistics) is as for a
+/// handler that gets them.
+#[test]
+fn unwanted_create_and_close_are_skipped() {
+    use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
+
+    #[derive(Default)]
+    struct Counting<const WANT: bool> {
+        creates: usize,
+        closes: usize,
+        data: Vec<u8>,
+        ends: Vec<String>,
+    }
+    impl<const WANT: bool> Handler for Counting<WANT> {
+        type State = ();
+        const WANTS_ON_CREATE: bool = WANT;
+        const WANTS_ON_CLOSE: bool = WANT;
+        fn on_create(&mut self, _: &mut Stream<'_, ()>) {
+            self.creates += 1;
+        }
+        fn on_data(&mut self, _: &mut Stream<'_, ()>, c: &Chunk<'_>) {
+            self.data.extend_from_slice(c.new_data());
+        }
+        fn on_close(&mut self, _: &mut Stream<'_, ()>) {
+            self.closes += 1;
+        }
+        fn on_flow_end(&mut self, f: &mut FlowEnd<'_, ()>) {
+            self.ends.push(format!(
+                "{} {} {:?} {:?}",
+                f.end_reason().name(),
+                f.history(),
+                f.stream(streamcap::flow::Direction::Orig).counters,
+                f.stream(streamcap::flow::Direction::Resp).counters
+            ));
+        }
+    }
+    let mut c = Conv::new(client(), server(), 10, 20);
+    c.handshake()
+        .client(&bytes(5000, 3), 1000)
+        .server(&bytes(7000, 4), 1400)
+        .fin();
+    let cfg = Config {
+        measure_processing_time: false,
+        ..Config::default()
+    };
+    let mut with = Worker::new(cfg.clone(), Counting::<true>::default());
+    let mut without = Worker::new(cfg, Counting::<false>::default());
+    feed(&mut with, &c.frames, 1);
+    feed(&mut without, &c.frames, 1);
+    let (sw, so) = (with.finish(), without.finish());
+    let (w, o) = (with.handler(), without.handler());
+    assert_eq!((w.creates, w.closes), (2, 2));
+    assert_eq!((o.creates, o.closes), (0, 0));
+    assert_eq!(o.data, w.data);
+    assert_eq!(o.data.len(), 12_000);
+    assert_eq!(o.ends, w.ends);
+    assert_eq!(format!("{so:?}"), format!("{sw:?}"));
+}

@@ -86,6 +86,18 @@ pub trait Handler {
     /// Per-stream application state (Scap `user_state`), created with `Default`.
     type State: Default;
 
+    /// Whether the handler implements [`on_create`](Self::on_create). A
+    /// handler that does not can say `false`: the engine then skips the call
+    /// and the two stream descriptors it builds for it, which matters when
+    /// connections are many and short (a SYN flood makes a stream per
+    /// packet). With `false`, `on_create` is never called.
+    const WANTS_ON_CREATE: bool = true;
+
+    /// Like [`WANTS_ON_CREATE`](Self::WANTS_ON_CREATE), for
+    /// [`on_close`](Self::on_close). The stream's final descriptor still
+    /// reaches [`on_flow_end`](Self::on_flow_end).
+    const WANTS_ON_CLOSE: bool = true;
+
     /// A stream saw its first packet.
     fn on_create(&mut self, stream: &mut Stream<'_, Self::State>) {
         let _ = stream;
