@@ -1,7 +1,10 @@
 //! The whole worker (decode, defragmentation, flow table, TCP/UDP
 //! reassembly, delivery) on arbitrary Ethernet frames: no panic, chunks
-//! continue their streams, every stream's and the global counters add up.
+//! continue their streams, every stream's and the global counters add up,
+//! and processing the frames in groups (`Worker::process_batch`, what file
+//! runs do) gives exactly what processing them one by one gives.
 use streamcap::engine::Worker;
+use streamcap::{LinkType, RawPacket, Timestamp};
 
 use super::common;
 
@@ -10,8 +13,7 @@ pub fn run(data: &[u8]) {
     let Some((&sel, mut rest)) = data.split_first() else {
         return;
     };
-    let (cb, _seen) = common::checking_callbacks();
-    let mut w = Worker::new(common::config(sel), cb);
+    let mut frames = Vec::new();
     let mut ts = 1_000_000_000u64;
     let mut record = 0;
     // Each frame: one byte of time step, two of length, then the frame.
@@ -23,8 +25,35 @@ pub fn run(data: &[u8]) {
         rest = &rest[frame.len()..];
         ts += step * step * 1_000_000;
         record += 1;
-        let orig_len = frame.len() as u32 + u32::from(step as u8 & 3);
-        common::feed(&mut w, ts, frame, orig_len, record);
+        frames.push(RawPacket {
+            ts: Timestamp(ts),
+            link: LinkType::ETHERNET,
+            data: frame,
+            orig_len: frame.len() as u32 + u32::from(step as u8 & 3),
+            record,
+            interface: 0,
+        });
     }
-    common::finish(&mut w);
+    let (cb, seen) = common::checking_callbacks();
+    let mut one_by_one = Worker::new(common::config(sel), cb);
+    for p in &frames {
+        common::feed(&mut one_by_one, p.ts.0, p.data, p.orig_len, p.record);
+    }
+    let want = common::finish(&mut one_by_one);
+    let (cb, seen_grouped) = common::checking_callbacks();
+    let mut grouped = Worker::new(common::config(sel), cb);
+    for batch in frames.chunks(1 + usize::from(sel % 37)) {
+        grouped.process_batch(batch);
+    }
+    let got = common::finish(&mut grouped);
+    assert_eq!(
+        format!("{got:?}"),
+        format!("{want:?}"),
+        "grouped statistics"
+    );
+    assert_eq!(
+        seen_grouped.borrow().next,
+        seen.borrow().next,
+        "grouped deliveries"
+    );
 }

@@ -9,8 +9,7 @@ mod support;
 use streamcap::engine::Worker;
 use streamcap::source::{FileSource, PacketSource};
 use streamcap::{Config, ReassemblyMode};
-use streamcap_gen::{Campus, CampusConfig};
-use support::Recorder;
+use support::{impaired_campus, Recorder};
 
 /// Everything a run produced, rendered for comparison.
 fn outcome(w: &mut Worker<Recorder>) -> (String, String) {
@@ -54,26 +53,9 @@ fn run(cfg: &Config, pcap: &[u8], sizes: &[usize]) -> (String, String) {
     outcome(&mut w)
 }
 
-fn impaired_campus(seed: u64, packets: u64) -> Vec<u8> {
-    let cfg = CampusConfig {
-        seed,
-        packets,
-        concurrency: 200,
-        reorder: 0.05,
-        duplicate: 0.05,
-        loss: 0.02,
-        conflict: 0.02,
-        fragment: 0.03,
-        ipv6: 0.1,
-        vlan: 0.05,
-        ..CampusConfig::default()
-    };
-    Campus::new(cfg).to_bytes().0
-}
-
 #[test]
 fn batches_give_the_per_packet_result() {
-    let pcap = impaired_campus(3, 12_000);
+    let pcap = impaired_campus(3, 12_000, 200);
     let configs = [
         ("default", Config::default()),
         (
@@ -139,7 +121,7 @@ fn batches_give_the_per_packet_result() {
 #[test]
 fn sharded_batches_give_the_per_packet_result() {
     use streamcap::dispatch::fanout::{Fanout, Shard};
-    let pcap = impaired_campus(5, 8_000);
+    let pcap = impaired_campus(5, 8_000, 200);
     for (i, shard) in Shard::split(2, Fanout::Hash).into_iter().enumerate() {
         let run_shard = |batched: bool| {
             let mut src = FileSource::from_bytes("batch-test", pcap.clone()).expect("pcap");

@@ -2,6 +2,8 @@
 //! them: every connection once, on one worker, with the same counters and
 //! stream digests, and the same merged statistics.
 
+mod support;
+
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -105,20 +107,7 @@ fn check_file(path: &Path, capture: &Capture) -> GlobalStats {
 
 #[test]
 fn generated_campus_trace_with_every_impairment() {
-    let cfg = CampusConfig {
-        seed: 5,
-        packets: 30_000,
-        concurrency: 300,
-        reorder: 0.05,
-        duplicate: 0.05,
-        loss: 0.02,
-        conflict: 0.02,
-        fragment: 0.03,
-        ipv6: 0.1,
-        vlan: 0.05,
-        ..CampusConfig::default()
-    };
-    let (pcap, _, _) = Campus::new(cfg).to_bytes();
+    let pcap = support::impaired_campus(5, 30_000, 300);
     let path = temp_pcap("campus.pcap", &pcap);
     let stats = check_file(&path, &Capture::builder().build());
     assert!(

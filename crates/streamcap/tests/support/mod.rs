@@ -301,3 +301,24 @@ pub fn bytes(n: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+/// A generated campus trace with every impairment the generator has
+/// (reordering, duplicates, loss, conflicting retransmissions, IPv4
+/// fragments, IPv6, VLAN tags), as pcap bytes.
+pub fn impaired_campus(seed: u64, packets: u64, concurrency: usize) -> Vec<u8> {
+    use streamcap_gen::campus::{Campus, CampusConfig};
+    let cfg = CampusConfig {
+        seed,
+        packets,
+        concurrency,
+        reorder: 0.05,
+        duplicate: 0.05,
+        loss: 0.02,
+        conflict: 0.02,
+        fragment: 0.03,
+        ipv6: 0.1,
+        vlan: 0.05,
+        ..CampusConfig::default()
+    };
+    Campus::new(cfg).to_bytes().0
+}
