@@ -81,7 +81,10 @@ pub struct Progress {
 /// Hooks into [`Capture::run_with`]: a per-packet verdict (filters) and
 /// progress reports. `()` is the no-op implementation.
 pub trait RunHooks {
-    /// Sees each packet before the engine does.
+    /// Sees each packet, in order, before the engine does. Packets are read
+    /// in batches (up to 32 from a file), so the engine may not yet have
+    /// processed the packets before this one; a `Stop` takes effect at once
+    /// (neither this packet nor any later one is processed).
     fn inspect(&mut self, pkt: &RawPacket<'_>) -> Verdict {
         let _ = pkt;
         Verdict::Process

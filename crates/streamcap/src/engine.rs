@@ -412,8 +412,7 @@ struct FlowOf {
 
 /// Frames whose flows [`Worker::process_batch`] looks up together. Measured
 /// on the small-packet campus trace: 4 and 8 gave the same speed-up over
-/// packet-by-packet processing, 16 about half of it (a group's decoded
-/// frames and state then no longer stay in the first-level cache).
+/// packet-by-packet processing, 16 about half of it.
 const WARM_GROUP: usize = 8;
 
 /// First allocation of a stream's chunk buffer, bytes.
@@ -1230,6 +1229,8 @@ impl<H: Handler> Worker<H> {
             let mut exts = [[None; 2]; WARM_GROUP];
             for (e, idx) in exts.iter_mut().zip(found) {
                 if let Some((k, c)) = idx.and_then(|i| self.table.entry(i)) {
+                    // The key's line: processing compares it when it looks
+                    // the flow up for real.
                     std::hint::black_box(k.proto());
                     *e = [c.dirs[0].ext.as_deref(), c.dirs[1].ext.as_deref()];
                 }
@@ -1906,7 +1907,6 @@ fn params_for(cfg: &Config, dir: Direction) -> StreamParams {
     }
 }
 
-/// Counts a payload packet as dropped, discarded or captured by what happened to its bytes.
 /// The counters that tell what became of a packet's payload, taken before
 /// the payload is processed.
 struct Outcome {
