@@ -3,8 +3,12 @@
 # makes or picks the workloads, runs streamcap's modes and every available
 # peer on each, and prints one table per workload.
 #
-#   bench/run.sh [--quick] [--plot] [--runs N]
+#   bench/run.sh [--quick] [--plot] [--runs N] [--no-pgo]
 #
+# streamcap is measured as built by scripts/pgo-build.sh (profile-guided
+# optimisation, trained on generated traffic of other seeds), with the plain
+# release build's `flows` and `streams` rows next to it; --no-pgo, or a
+# machine where the PGO build fails, measures the plain release build only.
 # Also measures peak memory per idle TCP connection (1,000,000 and 200,000
 # idle connections; 200,000 with --quick).
 # Then runs every adversarial profile (streamcap-gen attack) against the
@@ -20,14 +24,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-QUICK=0 PLOT=0 RUNS=""
+QUICK=0 PLOT=0 RUNS="" PGO=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
     --plot) PLOT=1 ;;
+    --no-pgo) PGO=0 ;;
     --runs) RUNS="${2:?--runs needs a number}"; shift ;;
     --runs=*) RUNS="${1#--runs=}" ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -52,6 +57,15 @@ fi
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 cargo build --release -q -p streamcap-cli -p streamcap-gen -p streamcap-bench
 BIN="$TARGET/release"
+STREAMCAP="$BIN/streamcap" PLAIN=()
+if [ "$PGO" = 1 ]; then
+  if PGO_BIN="$(scripts/pgo-build.sh)"; then
+    STREAMCAP="$PGO_BIN" PLAIN=(--streamcap-plain "$BIN/streamcap")
+    say "measuring the PGO build $STREAMCAP (plain build: rows marked 'plain build')"
+  else
+    say "PGO build failed (see above): measuring the plain release build"
+  fi
+fi
 
 # 3. Build the C peers (each skipped when its libraries are missing).
 # build_peer NAME "LIBS" ["LIBS"...]: tries each library list in turn. The
@@ -115,7 +129,7 @@ done
 
 # 5. Run.
 mkdir -p bench/results
-ARGS=(run --streamcap "$BIN/streamcap" --peers "$PEERS" --runs "$RUNS"
+ARGS=(run --streamcap "$STREAMCAP" "${PLAIN[@]}" --peers "$PEERS" --runs "$RUNS"
       --json bench/results/latest.json --tmp "$BENCH_WORK/scratch")
 [ "$PLOT" = 1 ] && ARGS+=(--png bench/results/latest.png)
 [ -n "$IDLE_CONNS" ] && ARGS+=(--idle-conns "$IDLE_CONNS")
@@ -125,7 +139,7 @@ ARGS=(run --streamcap "$BIN/streamcap" --peers "$PEERS" --runs "$RUNS"
 # baseline of the same size, checked against the bounds (a report: FAIL rows
 # do not stop the script).
 if [ "$ATTACK_PACKETS" != 0 ]; then
-  "$BIN/streamcap-bench" attacks --streamcap "$BIN/streamcap" --packets "$ATTACK_PACKETS" \
+  "$BIN/streamcap-bench" attacks --streamcap "$STREAMCAP" --packets "$ATTACK_PACKETS" \
     --memory "$ATTACK_MEMORY" --runs "$RUNS" \
     --tmp "$BENCH_WORK/attacks" --json bench/results/attacks.json || say "attack benchmark failed (see above)"
 fi
@@ -135,7 +149,7 @@ fi
 if [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1; then
   LIVE_PCAP="$BENCH_WORK/campus-small-$PACKETS.pcap"
   [ -s "$LIVE_PCAP" ] || LIVE_PCAP="${WORKLOADS[0]#*=}"
-  "$BIN/streamcap-bench" live --streamcap "$BIN/streamcap" --pcap "$LIVE_PCAP" \
+  "$BIN/streamcap-bench" live --streamcap "$STREAMCAP" --pcap "$LIVE_PCAP" \
     --json bench/results/live.json || say "live benchmark failed (see above)"
 else
   say "skipping the live benchmark: needs root and iproute2 (network namespaces, veth)"

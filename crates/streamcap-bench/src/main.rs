@@ -4,8 +4,8 @@
 //! ```text
 //! streamcap-bench gen -o FILE --packets N [--concurrency C]
 //! streamcap-bench conns -o FILE --connections N
-//! streamcap-bench run --streamcap BIN [--peers DIR] [--runs N] [--json FILE]
-//!                     [--png FILE] [--tmp DIR] [--slow-limit SECS]
+//! streamcap-bench run --streamcap BIN [--streamcap-plain BIN] [--peers DIR]
+//!                     [--runs N] [--json FILE] [--png FILE] [--tmp DIR] [--slow-limit SECS]
 //!                     [--idle-conns N,N...] [--idle-baseline N] [NAME=FILE...]
 //! streamcap-bench live --streamcap BIN --pcap FILE [--frames N] [--rates R,R,max]
 //! streamcap-bench attacks --streamcap BIN [--packets N] [--memory BYTES] [--runs N] [--json FILE]
@@ -33,10 +33,12 @@ usage:
   streamcap-bench conns -o FILE --connections N
       N TCP connections that complete a handshake and stay open, idle,
       to the end of the file (3 packets each, 1 packet per microsecond)
-  streamcap-bench run --streamcap BIN [--peers DIR] [--runs N] [--json FILE]
-                      [--png FILE] [--tmp DIR] [--slow-limit SECS]
+  streamcap-bench run --streamcap BIN [--streamcap-plain BIN] [--peers DIR]
+                      [--runs N] [--json FILE] [--png FILE] [--tmp DIR] [--slow-limit SECS]
                       [--idle-conns N,N...] [--idle-baseline N] [NAME=FILE...]
       runs every streamcap mode and every available peer on each workload;
+      --streamcap-plain adds `flows` and `streams` rows of a second build
+      (bench/run.sh: the plain release build next to the PGO one);
       --idle-conns also measures peak memory per idle TCP connection
       (streamcap flows and the libnids peers on `conns` files of N
       connections in --tmp, against --idle-baseline connections, default 1000)

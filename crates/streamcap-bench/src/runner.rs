@@ -97,6 +97,10 @@ struct Machine {
 
 struct Opts {
     streamcap: PathBuf,
+    /// A second streamcap build (the plain release build when `streamcap`
+    /// is the PGO one): its `flows` and `streams` rows are added for
+    /// comparison.
+    plain: Option<PathBuf>,
     peers: Option<PathBuf>,
     runs: usize,
     json: Option<PathBuf>,
@@ -113,6 +117,7 @@ struct Opts {
 fn parse(args: &[String]) -> Result<Opts, String> {
     let mut o = Opts {
         streamcap: PathBuf::new(),
+        plain: None,
         peers: None,
         runs: 5,
         json: None,
@@ -128,6 +133,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         let mut val = || it.next().cloned().ok_or(format!("{a} needs a value"));
         match a.as_str() {
             "--streamcap" => o.streamcap = PathBuf::from(val()?),
+            "--streamcap-plain" => o.plain = Some(PathBuf::from(val()?)),
             "--peers" => o.peers = Some(PathBuf::from(val()?)),
             "--runs" => o.runs = val()?.parse().map_err(|e| format!("--runs: {e}"))?,
             "--json" => o.json = Some(PathBuf::from(val()?)),
@@ -192,15 +198,25 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
         ("flows --workers 2", &["flows", "--workers", "2"]),
         ("streams --workers 2", &["streams", "--workers", "2"]),
     ];
+    let plain: [(&str, &[&str]); 2] = [
+        ("flows, plain build", &["flows"]),
+        ("streams, plain build", &["streams"]),
+    ];
+    let builds = o.plain.iter().flat_map(|p| {
+        let p = p.display().to_string();
+        plain.iter().map(move |m| (p.clone(), *m))
+    });
     let mut t: Vec<Tool> = modes
         .iter()
-        .map(|(mode, args)| {
-            let mut argv = vec![sc.clone()];
+        .map(|m| (sc.clone(), *m))
+        .chain(builds)
+        .map(|(bin, (mode, args))| {
+            let mut argv = vec![bin];
             argv.extend(args.iter().map(|a| a.to_string()));
             argv.extend(["-q".into(), "-r".into(), "{FILE}".into()]);
             Tool {
                 tool: "streamcap".into(),
-                mode: (*mode).into(),
+                mode: mode.into(),
                 kind: Kind::Streamcap,
                 argv,
                 found_unit: "conn",

@@ -1232,8 +1232,10 @@ impl<H: Handler> Worker<H> {
         }
         for group in pkts.chunks(WARM_GROUP) {
             // (Slots past the end of a short last group stay unused.)
-            let prepared: [Prepared<'_>; WARM_GROUP] =
-                std::array::from_fn(|i| group.get(i).map_or(Prepared::Slow, |p| self.prepare(p)));
+            let mut prepared = [const { Prepared::Slow }; WARM_GROUP];
+            for (slot, p) in prepared.iter_mut().zip(group) {
+                *slot = self.prepare(p);
+            }
             // Each step reads what the one before found, for every frame of
             // the group: the reads of one step are independent, so their
             // cache misses overlap.
