@@ -4,10 +4,12 @@
 //! bounds the project promises:
 //!
 //! * stream-data peak ≤ the configured budget (`--memory`);
-//! * peak RSS ≤ budget + the pcap's size + a fixed overhead, the overhead
-//!   being measured on an empty capture and on `normal` (see [`Overhead`]);
-//!   streamcap memory-maps its input file, so the file's pages count in its
-//!   RSS as they are read;
+//! * peak RSS ≤ budget + the defragmenter's limit + the pcap's size + a
+//!   fixed overhead, the overhead being measured on an empty capture and on
+//!   `normal` (see [`Overhead`]); streamcap memory-maps its input file, so
+//!   the file's pages count in its RSS as they are read, and fragments held
+//!   for reassembly are bounded by their own limit
+//!   (`DefragConfig::max_bytes`), not by the budget;
 //! * throughput (packets/s) ≥ 50 % of `normal`'s, in both modes;
 //! * the byte accounting invariant (`stream bytes = captured + discarded +
 //!   dropped + missing`) in the summary.
@@ -29,6 +31,12 @@ use crate::runner::{parse_time, timed_command, which};
 const MIB: u64 = 1 << 20;
 /// Allocator and measurement slack added to the measured overhead, bytes.
 const SLACK: u64 = 8 * MIB;
+/// The most memory the defragmenter holds (streamcap's default
+/// `DefragConfig::max_bytes`; the command line has no option for it).
+fn defrag_limit() -> u64 {
+    streamcap::decode::defrag::DefragConfig::default().max_bytes as u64
+}
+
 /// Lowest acceptable throughput relative to `normal`.
 const MIN_RATIO: f64 = 0.5;
 
@@ -220,7 +228,8 @@ pub struct Row {
     pub packets: u64,
     /// Size of the pcap, bytes (memory-mapped by streamcap).
     pub pcap_bytes: u64,
-    /// The RSS bound for this file: budget + pcap size + allowance.
+    /// The RSS bound for this file: budget + defragmenter limit + pcap size
+    /// + allowance.
     pub rss_bound: u64,
     /// `streamcap streams`.
     pub streams: ModeResult,
@@ -415,7 +424,7 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
     let rows: Vec<Row> = measured
         .into_iter()
         .map(|(p, packets, pcap_bytes, streams, flows)| {
-            let rss_bound = o.memory + pcap_bytes + allowance;
+            let rss_bound = o.memory + defrag_limit() + pcap_bytes + allowance;
             let streams_ratio = streams.pps / ns.pps;
             let flows_ratio = flows.pps / nf.pps;
             let mut failures = Vec::new();
@@ -543,14 +552,16 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
     }
     println!(
         "\nBounds: stream-data peak ≤ budget (streamcap's summary, 3 significant digits); \
-         peak RSS (GNU time %M) ≤ budget + pcap size + {} (streamcap memory-maps the \
-         file, whose pages count in its RSS), the fixed allowance being the larger of the \
+         peak RSS (GNU time %M) ≤ budget + defragmenter limit ({}) + pcap size + {} \
+         (streamcap memory-maps the file, whose pages count in its RSS; fragments held \
+         for reassembly have their own limit), the fixed allowance being the larger of the \
          empty run's RSS ({}) and normal's RSS minus its stream-data peak and pcap size \
          ({}), plus {} slack; \
          throughput ≥ {:.0} % of normal's in the same mode; stream bytes = delivered + \
          discarded + dropped + missing; IP fragments = reassembled + dropped; flows \
          created = flows ended; every packet read. \
          Byte columns and the stream-data peak are from `streamcap streams`.",
+        mib(defrag_limit() as f64),
         mib(ov.allowance as f64),
         mib(ov.empty_rss as f64),
         mib(ov.normal_rss_minus_data as f64),

@@ -968,6 +968,31 @@ impl<H: Handler> Cx<'_, H> {
         self.settle_cutoff();
     }
 
+    /// Once the delivery point has reached the direction's FIN, every byte
+    /// of the stream is known: delivers what is buffered as the last chunk
+    /// ([`DataReason::Termination`]) and frees the buffer now, rather than
+    /// when the closed connection is terminated after lingering
+    /// (`close_linger`), which kept a partial chunk per direction of every
+    /// closed connection in memory. Nothing can follow: bytes past a FIN are
+    /// not part of the stream.
+    fn complete_at_fin(&mut self) {
+        let Some(e) = self.me.ext.as_deref() else {
+            return;
+        };
+        let done = e.tcp.fin.is_some_and(|fin| e.tcp.next >= fin);
+        let holds = e
+            .buf
+            .as_ref()
+            .is_some_and(|b| b.data.capacity() > 0 || b.packets.capacity() > 0);
+        if !done || !holds {
+            return;
+        }
+        self.deliver(DataReason::Termination);
+        if let Some(b) = self.me.ext.as_deref_mut().and_then(|e| e.buf.as_mut()) {
+            b.release_memory(self.budget);
+        }
+    }
+
     /// Termination: every hole is given up, the last chunk delivered.
     fn finish(&mut self) {
         while self.skip_hole() {
@@ -1706,6 +1731,10 @@ impl<H: Handler> Worker<H> {
                 _ => me.errors.insert(StreamErrors::BAD_SEQ),
             }
         }
+        if me.tcp().fin.is_some() {
+            let mut cx = cx!(self, key, side, &mut *me, &*opp, conn_id, idx, self.now, false);
+            cx.complete_at_fin();
+        }
         if retransmitted {
             conn.history.push(b'T', is_orig);
         }
@@ -1745,6 +1774,7 @@ impl<H: Handler> Worker<H> {
                 );
                 let acked = cx.me.tcp().acked;
                 while cx.next() < acked && cx.skip_hole() {}
+                cx.complete_at_fin();
                 if opp.errors.contains(StreamErrors::GAP) {
                     conn.history.push(b'G', !is_orig);
                 }

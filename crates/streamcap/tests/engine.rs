@@ -1154,3 +1154,58 @@ fn unwanted_create_and_close_are_skipped() {
     assert_eq!(o.ends, w.ends);
     assert_eq!(format!("{so:?}"), format!("{sw:?}"));
 }
+
+#[test]
+fn a_direction_finished_by_its_fin_delivers_and_frees_its_tail_at_once() {
+    // Both directions end with a FIN long before the 5 s linger is over:
+    // each direction's last partial chunk is delivered (Termination) as soon
+    // as its delivery point reaches the FIN, and the memory is free while
+    // the closed connection still lingers in the table.
+    let req = bytes(3000, 11);
+    let resp = bytes(9000, 12);
+    let mut c = Conv::new(client(), server(), 100, 200);
+    c.handshake().client(&req, 1000).server(&resp, 1460).fin();
+    let mut w = Worker::new(Config::default(), Recorder::default());
+    feed(&mut w, &c.frames, 1_000);
+    assert_eq!(w.active_flows(), 1, "the closed connection still lingers");
+    assert_eq!(w.memory_used(), 0, "no stream data held while lingering");
+    let r = w.handler();
+    assert_eq!(r.get(0, "orig").data, req);
+    assert_eq!(r.get(0, "resp").data, resp);
+    assert_eq!(r.get(0, "orig").reasons, [DataReason::Termination]);
+    assert_eq!(r.get(0, "resp").reasons, [DataReason::Termination]);
+    assert!(
+        r.order.iter().all(|e| !e.starts_with("close")),
+        "not closed yet"
+    );
+    // Termination itself delivers nothing more.
+    let stats = w.finish();
+    let r = w.into_handler();
+    assert_eq!(r.get(0, "orig").reasons.len(), 1);
+    assert_eq!(r.get(0, "resp").reasons.len(), 1);
+    assert_eq!(r.flows[0].1, "fin");
+    assert_eq!(stats.totals.captured, 12_000);
+}
+
+#[test]
+fn a_fin_before_a_hole_waits_for_the_hole() {
+    // The client's second segment is lost until after its FIN: the tail
+    // stays buffered (nothing can be final while bytes are missing) and is
+    // delivered, complete, when the retransmission fills the hole.
+    let data = bytes(3000, 13);
+    let mut c = Conv::new(client(), server(), 100, 200);
+    c.handshake().client(&data, 1000);
+    let mut frames = c.frames.clone();
+    let lost = frames.remove(4); // handshake (3) + first segment, then this one
+    let fin_seq = 101 + 3000;
+    frames.push(tcp(client(), server(), fin_seq, 201, FIN | ACK, b""));
+    let mut w = Worker::new(Config::default(), Recorder::default());
+    feed(&mut w, &frames, 1_000);
+    assert!(w.memory_used() > 0, "the tail waits behind the hole");
+    assert!(w.handler().get(0, "orig").reasons.is_empty());
+    feed(&mut w, &[lost], 1_001);
+    assert_eq!(w.memory_used(), 0, "filled: delivered and freed");
+    let r = w.handler();
+    assert_eq!(r.get(0, "orig").data, data);
+    assert_eq!(r.get(0, "orig").reasons, [DataReason::Termination]);
+}

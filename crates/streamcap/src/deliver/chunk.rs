@@ -13,7 +13,9 @@ pub enum DataReason {
     FlushTimeout,
     /// The stream reached its cutoff; no more data follows.
     Cutoff,
-    /// The stream is terminating; this is its last data.
+    /// The stream is terminating, or its delivery point reached its FIN
+    /// (all of its data is known, before the closed connection's linger
+    /// ends); this is its last data.
     Termination,
     /// A gap follows this data (the next chunk reports it).
     Gap,
@@ -152,6 +154,20 @@ impl ChunkBuf {
         self.start += drop as u64;
         self.fresh = self.data.len();
         self.kept = 0;
+    }
+
+    /// After the stream's last chunk: frees the buffer's memory (kept and
+    /// overlap bytes, packet records). The buffer stays, empty, at the same
+    /// end offset, so the stream's accounting does not change.
+    pub fn release_memory(&mut self, budget: &mut Budget) {
+        budget.release(self.data.len());
+        budget.release(self.packets.len() * std::mem::size_of::<PacketRecord>());
+        self.start += self.data.len() as u64;
+        self.data = Vec::new();
+        self.packets = Vec::new();
+        self.fresh = 0;
+        self.kept = 0;
+        self.pending_since = None;
     }
 
     /// Releases everything.
