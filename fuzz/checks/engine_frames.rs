@@ -37,7 +37,7 @@ pub fn run(data: &[u8]) {
     let (cb, seen) = common::checking_callbacks();
     let mut one_by_one = Worker::new(common::config(sel), cb);
     for p in &frames {
-        common::feed(&mut one_by_one, p.ts.0, p.data, p.orig_len, p.record);
+        one_by_one.process(p);
     }
     let want = common::finish(&mut one_by_one);
     let (cb, seen_grouped) = common::checking_callbacks();

@@ -202,7 +202,6 @@ impl Capture {
             batch.truncate(keep);
             worker.process_batch(&batch);
             processed += keep as u64;
-            drop(batch);
             if n / every > before / every {
                 hooks.progress(&Progress {
                     packets_read: n,

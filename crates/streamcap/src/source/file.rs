@@ -50,6 +50,26 @@ enum Reader {
     Pcapng(PcapngReader),
 }
 
+impl Reader {
+    /// The next record of `data`, a fault, or `None` at the end.
+    #[inline]
+    fn next<'a>(&mut self, data: &'a [u8]) -> Option<Result<RawPacket<'a>, Fault>> {
+        match self {
+            Reader::Pcap(r) => r.next(data),
+            Reader::Pcapng(r) => r.next(data),
+        }
+    }
+
+    /// The file offset of the next record.
+    #[inline]
+    fn position(&self) -> usize {
+        match self {
+            Reader::Pcap(r) => r.position(),
+            Reader::Pcapng(r) => r.position(),
+        }
+    }
+}
+
 /// A pcap or pcapng capture file.
 ///
 /// The file is memory-mapped when it is opened (read into memory when it
@@ -172,12 +192,7 @@ impl PacketSource for FileSource {
         if self.failed {
             return None;
         }
-        let data = self.data.as_slice();
-        let next = match &mut self.reader {
-            Reader::Pcap(r) => r.next(data),
-            Reader::Pcapng(r) => r.next(data),
-        };
-        match next {
+        match self.reader.next(self.data.as_slice()) {
             Some(Err(fault)) => {
                 self.failed = true;
                 Some(Err(fault.into_error(&self.path)))
@@ -206,16 +221,9 @@ impl PacketSource for FileSource {
         let data: &'s Arc<Bytes> = data;
         let data = data.as_slice();
         while out.len() < max {
-            let next = match reader {
-                Reader::Pcap(r) => r.next(data),
-                Reader::Pcapng(r) => r.next(data),
-            };
-            match next {
+            match reader.next(data) {
                 Some(Ok(packet)) => {
-                    let pos = match reader {
-                        Reader::Pcap(r) => r.position(),
-                        Reader::Pcapng(r) => r.position(),
-                    };
+                    let pos = reader.position();
                     *prefetched = prefetch_ahead(data, (*prefetched).max(pos), pos);
                     out.push(packet)
                 }
@@ -234,11 +242,10 @@ impl PacketSource for FileSource {
     }
 
     fn progress(&self) -> Option<(u64, u64)> {
-        let pos = match &self.reader {
-            Reader::Pcap(r) => r.position(),
-            Reader::Pcapng(r) => r.position(),
-        };
-        Some((pos as u64, self.data.as_slice().len() as u64))
+        Some((
+            self.reader.position() as u64,
+            self.data.as_slice().len() as u64,
+        ))
     }
 }
 
