@@ -31,6 +31,7 @@ fn be16(b: &[u8], at: usize) -> Result<u16, DecodeError> {
 
 /// Finds the IP header of a frame: reads Ethernet (with any number of VLAN
 /// tags, the first two reported), Linux SLL/SLL2, BSD loopback and raw IP.
+#[inline]
 pub fn decode_link(link: LinkType, frame: &[u8]) -> Result<LinkInfo, DecodeError> {
     let mut info = LinkInfo {
         ip_offset: 0,

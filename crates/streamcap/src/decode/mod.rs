@@ -117,6 +117,7 @@ impl NetPacket<'_> {
 /// per second for `flows` on the echo-connections capture). It is checked
 /// against the etherparse path field by field, on valid, cut and randomly
 /// corrupted headers, by `tests::ipv4_fast_path_agrees_with_etherparse`.
+#[inline]
 pub fn decode_ip(link: crate::LinkType, frame: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
     let l = decode_link(link, frame)?;
     let ip_bytes = frame.get(l.ip_offset..).ok_or(DecodeError::TruncatedLink)?;
@@ -133,6 +134,7 @@ fn be16(b: &[u8], at: usize) -> u16 {
 /// IPv4 with options, lax about lengths like etherparse's lax slicer: a total
 /// length of zero or below the header length (TSO captures) falls back to the
 /// bytes present.
+#[inline]
 fn decode_ipv4(l: link::LinkInfo, b: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
     let h = b.get(..20).ok_or(DecodeError::BadIpHeader)?;
     let ihl = usize::from(h[0] & 0x0f) * 4;
@@ -167,6 +169,7 @@ fn decode_ipv4(l: link::LinkInfo, b: &[u8]) -> Result<NetPacket<'_>, DecodeError
 }
 
 /// The IP layer through etherparse's lax slicer (IPv6, and the reference for IPv4).
+#[inline(never)]
 fn decode_ip_etherparse(l: link::LinkInfo, ip_bytes: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
     let (ip, _ext_err) =
         etherparse::LaxIpSlice::from_slice(ip_bytes).map_err(|_| DecodeError::BadIpHeader)?;

@@ -96,9 +96,13 @@ enum LengthOrder {
 #[derive(Debug)]
 pub(super) struct PcapReader {
     endian: Endian,
-    /// Timestamps' fractional part is nanoseconds (else microseconds).
-    nanos: bool,
+    /// Nanoseconds per unit of a timestamp's fractional part (1 for
+    /// nanosecond files, 1,000 for microsecond ones).
+    frac_unit_ns: u64,
     link: LinkType,
+    /// Whether the decoder understands `link` (checked once, reported at the
+    /// first record).
+    link_supported: bool,
     /// How the record header orders captured and original length.
     lengths: LengthOrder,
     /// Offset of the next record.
@@ -141,11 +145,13 @@ impl PcapReader {
             (2, 3) => LengthOrder::Maybe,
             _ => LengthOrder::Normal,
         };
+        let link = LinkType((linktype & 0xffff) as u16);
         Ok(PcapReader {
             endian,
-            nanos,
+            frac_unit_ns: if nanos { 1 } else { 1_000 },
             lengths,
-            link: LinkType((linktype & 0xffff) as u16),
+            link,
+            link_supported: link.is_supported(),
             pos: FILE_HEADER_LEN,
             records: 0,
         })
@@ -157,67 +163,91 @@ impl PcapReader {
     }
 
     /// The next packet, an error, or `None` at the end of the file.
+    ///
+    /// The common case stays small enough to be inlined into the batch
+    /// loop; every fault is built by [`PcapReader::fault`], out of line.
+    #[inline(always)]
     pub(super) fn next<'a>(&mut self, data: &'a [u8]) -> Option<Result<RawPacket<'a>, Fault>> {
         let pos = self.pos;
-        let remaining = data.len().checked_sub(pos)?;
-        if remaining == 0 {
-            return None;
+        let rest = data.get(pos..).filter(|r| !r.is_empty())?;
+        // The whole record header at once: one bounds check, and the four
+        // fields are then read from a fixed-size array.
+        if let Some(h) = rest.first_chunk::<RECORD_HEADER_LEN>() {
+            let (secs, frac, caplen, orig_len) = self.header(h);
+            if caplen <= MAX_CAPLEN && self.link_supported {
+                let body = rest.get(RECORD_HEADER_LEN..).unwrap_or(&[]);
+                if let Some(bytes) = body.get(..caplen as usize) {
+                    let record = self.records.saturating_add(1);
+                    self.pos = pos + RECORD_HEADER_LEN + caplen as usize;
+                    self.records = record;
+                    return Some(Ok(RawPacket {
+                        ts: Timestamp::from_secs_nanos(
+                            u64::from(secs),
+                            u64::from(frac) * self.frac_unit_ns,
+                        ),
+                        link: self.link,
+                        data: bytes,
+                        // A record claiming less on the wire than it captured
+                        // is inconsistent but harmless: trust the captured bytes.
+                        orig_len: orig_len.max(caplen),
+                        record,
+                        interface: 0,
+                    }));
+                }
+            }
         }
-        let record = self.records.saturating_add(1);
-        let fault = |kind| Some(Err(Fault::at(record, pos, kind)));
-        if remaining < RECORD_HEADER_LEN {
-            return fault(SourceErrorKind::Truncated(format!(
-                "record header needs {RECORD_HEADER_LEN} bytes, only {remaining} left"
-            )));
-        }
-        let e = self.endian;
-        let (Some(secs), Some(frac), Some(mut caplen), Some(mut orig_len)) = (
-            e.u32(data, pos),
-            e.u32(data, pos + 4),
-            e.u32(data, pos + 8),
-            e.u32(data, pos + 12),
-        ) else {
-            // Unreachable: `remaining` covers the header.
-            return fault(SourceErrorKind::Truncated("record header".into()));
+        Some(Err(self.fault(rest)))
+    }
+
+    /// A record header's fields in file order: seconds, fraction, captured
+    /// length, original length (the lengths put back in that order for
+    /// files of version 2.3 and older).
+    #[inline(always)]
+    fn header(&self, h: &[u8; RECORD_HEADER_LEN]) -> (u32, u32, u32, u32) {
+        let field = |i: usize| {
+            let b = [h[i], h[i + 1], h[i + 2], h[i + 3]];
+            match self.endian {
+                Endian::Little => u32::from_le_bytes(b),
+                Endian::Big => u32::from_be_bytes(b),
+            }
         };
+        let (secs, frac, caplen, orig_len) = (field(0), field(4), field(8), field(12));
         if self.lengths == LengthOrder::Swapped
             || (self.lengths == LengthOrder::Maybe && caplen > orig_len)
         {
-            std::mem::swap(&mut caplen, &mut orig_len);
+            (secs, frac, orig_len, caplen)
+        } else {
+            (secs, frac, caplen, orig_len)
         }
+    }
+
+    /// What is wrong with the record at the reader's position, `rest` being
+    /// the file from there on (not empty); [`PcapReader::next`] comes here
+    /// only when the record cannot be read.
+    #[cold]
+    #[inline(never)]
+    fn fault(&self, rest: &[u8]) -> Fault {
+        let record = self.records.saturating_add(1);
+        let at = |kind| Fault::at(record, self.pos, kind);
+        let Some(h) = rest.first_chunk::<RECORD_HEADER_LEN>() else {
+            return at(SourceErrorKind::Truncated(format!(
+                "record header needs {RECORD_HEADER_LEN} bytes, only {} left",
+                rest.len()
+            )));
+        };
+        let (_, _, caplen, _) = self.header(h);
         if caplen > MAX_CAPLEN {
-            return fault(SourceErrorKind::BadLength(format!(
+            return at(SourceErrorKind::BadLength(format!(
                 "captured length {caplen} exceeds the {MAX_CAPLEN}-byte limit (damaged file?)"
             )));
         }
-        let start = pos + RECORD_HEADER_LEN;
-        let end = start.saturating_add(caplen as usize);
-        let Some(bytes) = data.get(start..end) else {
-            return fault(SourceErrorKind::Truncated(format!(
+        if rest.len() - RECORD_HEADER_LEN < caplen as usize {
+            return at(SourceErrorKind::Truncated(format!(
                 "record needs {caplen} bytes of packet data, only {} left",
-                remaining - RECORD_HEADER_LEN
+                rest.len() - RECORD_HEADER_LEN
             )));
-        };
-        if !self.link.is_supported() {
-            return fault(SourceErrorKind::UnsupportedLinkType(self.link.0));
         }
-        let nanos = if self.nanos {
-            u64::from(frac)
-        } else {
-            u64::from(frac) * 1_000
-        };
-        self.pos = end;
-        self.records = record;
-        Some(Ok(RawPacket {
-            ts: Timestamp::from_secs_nanos(u64::from(secs), nanos),
-            link: self.link,
-            data: bytes,
-            // A record claiming less on the wire than it captured is
-            // inconsistent but harmless: trust the captured bytes.
-            orig_len: orig_len.max(caplen),
-            record,
-            interface: 0,
-        }))
+        at(SourceErrorKind::UnsupportedLinkType(self.link.0))
     }
 }
 
