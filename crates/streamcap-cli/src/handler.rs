@@ -1,7 +1,7 @@
 //! The engine-side handler of the CLI: digests, stream files, flow records.
 
-use crate::output::RecordWriter;
 use crate::record::FlowRecord;
+use crate::sink::RecordSink;
 use crate::tcpflow;
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
@@ -81,9 +81,9 @@ pub type SharedFailure = Arc<Failure>;
 pub struct CliHandler {
     digest: bool,
     dir: Option<PathBuf>,
-    out: RecordWriter,
+    out: RecordSink,
     out_name: String,
-    jsonl: Option<RecordWriter>,
+    jsonl: Option<RecordSink>,
     failure: SharedFailure,
     /// Records written.
     pub records: u64,
@@ -101,10 +101,10 @@ impl CliHandler {
     /// A handler writing records to `out`; `digest` hashes each direction;
     /// `dir` writes each direction's bytes to its own file and `streams.jsonl`.
     pub fn new(
-        out: RecordWriter,
+        out: RecordSink,
         out_name: String,
         digest: bool,
-        dir: Option<(PathBuf, RecordWriter)>,
+        dir: Option<(PathBuf, RecordSink)>,
         failure: SharedFailure,
     ) -> CliHandler {
         let (dir, jsonl) = match dir {
@@ -134,13 +134,14 @@ impl CliHandler {
         self.failure.is_set()
     }
 
-    /// Writes the trailers and flushes; returns the first error.
+    /// Hands over and flushes this worker's records (the trailers are the
+    /// run's, written after every worker finished); records the first error.
     pub fn finish(&mut self) {
-        if let Err(e) = self.out.finish() {
+        if let Err(e) = self.out.flush() {
             self.fail(self.out_name.clone(), e);
         }
         if let (Some(w), Some(d)) = (self.jsonl.as_mut(), self.dir.as_ref()) {
-            if let Err(e) = w.finish() {
+            if let Err(e) = w.flush() {
                 let p = d.join("streams.jsonl").display().to_string();
                 self.fail(p, e);
             }
@@ -271,15 +272,16 @@ impl Handler for CliHandler {
             d.file = file;
         }
         self.records += 1;
-        if let Err(e) = self.out.write(&r) {
-            self.fail(self.out_name.clone(), e);
-            return;
-        }
+        // The records are formatted by the outputs' threads.
         if let (Some(w), Some(d)) = (self.jsonl.as_mut(), self.dir.as_ref()) {
-            if let Err(e) = w.write(&r) {
+            if let Err(e) = w.push(r.clone()) {
                 let p = d.join("streams.jsonl").display().to_string();
                 self.fail(p, e);
+                return;
             }
+        }
+        if let Err(e) = self.out.push(r) {
+            self.fail(self.out_name.clone(), e);
         }
     }
 }

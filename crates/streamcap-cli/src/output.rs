@@ -84,47 +84,56 @@ pub fn csv_row(r: &FlowRecord, files: bool) -> String {
     v.join(",")
 }
 
+/// How records are formatted: the format, and whether the per-direction
+/// file columns (CSV) / fields (JSON) are written.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RecordFormat {
+    /// Output format.
+    pub format: Format,
+    /// Write the `-w` file names.
+    pub files: bool,
+}
+
+impl RecordFormat {
+    /// Appends `r` as one whole line (or Zeek row) to `out`.
+    pub fn append(self, r: &FlowRecord, out: &mut Vec<u8>) {
+        match self.format {
+            Format::Json => {
+                crate::record::write_json(r, out);
+                out.push(b'\n');
+            }
+            Format::Csv => {
+                out.extend_from_slice(csv_row(r, self.files).as_bytes());
+                out.push(b'\n');
+            }
+            Format::Zeek => out.extend_from_slice(zeek::line(r).as_bytes()),
+        }
+    }
+}
+
 fn now_secs() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
 
-/// Writes records in one format to a byte sink.
-///
-/// Each record is formatted whole and handed to the sink with a single
-/// `write_all`, so a [`BatchSink`] can move whole records only.
-pub struct RecordWriter {
+/// Writes an output's framing: the header before any record (CSV, Zeek)
+/// and the trailer after the last one (Zeek). The records themselves go
+/// through [`RecordSink`](crate::sink::RecordSink)s and are formatted by
+/// the output's thread ([`RecordFormat`]).
+pub struct FramingWriter {
     out: Box<dyn Write + Send>,
-    format: Format,
-    files: bool,
+    format: RecordFormat,
     started: bool,
-    /// Writes the header and trailer (one writer per output does).
-    framing: bool,
-    /// One record is formatted here, then written with a single call.
-    scratch: Vec<u8>,
 }
 
-impl RecordWriter {
-    /// A writer; `files` adds the per-direction file columns (CSV) / fields (JSON).
-    pub fn new(out: Box<dyn Write + Send>, format: Format, files: bool) -> RecordWriter {
-        RecordWriter {
+impl FramingWriter {
+    /// A writer of the framing of records in `format`.
+    pub fn new(out: Box<dyn Write + Send>, format: RecordFormat) -> FramingWriter {
+        FramingWriter {
             out,
             format,
-            files,
             started: false,
-            framing: true,
-            scratch: Vec::with_capacity(1024),
-        }
-    }
-
-    /// A writer of records only: no header, no trailer (a worker's share of
-    /// an output whose framing another writer writes).
-    pub fn records_only(out: Box<dyn Write + Send>, format: Format, files: bool) -> RecordWriter {
-        RecordWriter {
-            framing: false,
-            started: true,
-            ..RecordWriter::new(out, format, files)
         }
     }
 
@@ -134,32 +143,13 @@ impl RecordWriter {
             return Ok(());
         }
         self.started = true;
-        match self.format {
+        match self.format.format {
             Format::Json => Ok(()),
-            Format::Csv => writeln!(self.out, "{}", csv_header(self.files)),
+            Format::Csv => writeln!(self.out, "{}", csv_header(self.format.files)),
             Format::Zeek => self
                 .out
                 .write_all(zeek::header(&zeek::log_time(now_secs())).as_bytes()),
         }
-    }
-
-    /// Writes one record.
-    pub fn write(&mut self, r: &FlowRecord) -> io::Result<()> {
-        self.begin()?;
-        self.scratch.clear();
-        match self.format {
-            Format::Json => {
-                crate::record::write_json(r, &mut self.scratch);
-                self.scratch.push(b'\n');
-            }
-            Format::Csv => {
-                self.scratch
-                    .extend_from_slice(csv_row(r, self.files).as_bytes());
-                self.scratch.push(b'\n');
-            }
-            Format::Zeek => self.scratch.extend_from_slice(zeek::line(r).as_bytes()),
-        }
-        self.out.write_all(&self.scratch)
     }
 
     /// Flushes what was written so far.
@@ -170,7 +160,7 @@ impl RecordWriter {
     /// Writes the trailer (zeek) and flushes.
     pub fn finish(&mut self) -> io::Result<()> {
         self.begin()?;
-        if self.framing && self.format == Format::Zeek {
+        if self.format.format == Format::Zeek {
             self.out
                 .write_all(zeek::footer(&zeek::log_time(now_secs())).as_bytes())?;
         }

@@ -3,8 +3,8 @@
 //! the summary.
 
 use crate::handler::{CliHandler, Failure, SharedFailure};
-use crate::output::{Format, RecordWriter};
-use crate::sink::{BatchSink, SharedOutput};
+use crate::output::{Format, FramingWriter, RecordFormat};
+use crate::sink::{BatchSink, RecordSink, SharedOutput};
 use crate::{Common, ModeArg, PolicyArg};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
@@ -159,12 +159,10 @@ fn filter_message(e: FilterError) -> String {
 /// The outputs of a run: the record output and, with `-w DIR`, the
 /// directory and its `streams.jsonl`; shared by the workers.
 pub(crate) struct Outputs {
-    format: Format,
-    files: bool,
     out: SharedOutput,
     out_name: String,
-    framing: RecordWriter,
-    dir: Option<(PathBuf, SharedOutput, RecordWriter)>,
+    framing: FramingWriter,
+    dir: Option<(PathBuf, SharedOutput, FramingWriter)>,
 }
 
 impl Outputs {
@@ -177,10 +175,14 @@ impl Outputs {
             .output
             .as_ref()
             .map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
-        let out = SharedOutput::spawn("records", raw)
-            .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
         let files = dir.is_some();
-        let framing = RecordWriter::new(Box::new(BatchSink::new(out.clone())), c.format, files);
+        let format = RecordFormat {
+            format: c.format,
+            files,
+        };
+        let out = SharedOutput::spawn("records", raw, format)
+            .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
+        let framing = FramingWriter::new(Box::new(BatchSink::new(out.clone())), format);
         let dir = match dir {
             Some(d) => {
                 std::fs::create_dir_all(&d)
@@ -188,19 +190,20 @@ impl Outputs {
                 let jl = d.join("streams.jsonl");
                 let f = std::fs::File::create(&jl)
                     .map_err(|e| format!("{}: cannot create: {e}", jl.display()))?;
-                let shared = SharedOutput::spawn("streams", Box::new(io::BufWriter::new(f)))
+                let jsonl = RecordFormat {
+                    format: Format::Json,
+                    files: true,
+                };
+                let shared = SharedOutput::spawn("streams", Box::new(io::BufWriter::new(f)), jsonl)
                     .map_err(|e| {
                         format!("cannot start the writer thread of {}: {e}", jl.display())
                     })?;
-                let w =
-                    RecordWriter::new(Box::new(BatchSink::new(shared.clone())), Format::Json, true);
+                let w = FramingWriter::new(Box::new(BatchSink::new(shared.clone())), jsonl);
                 Some((d, shared, w))
             }
             None => None,
         };
         Ok(Outputs {
-            format: c.format,
-            files,
             out,
             out_name,
             framing,
@@ -208,25 +211,20 @@ impl Outputs {
         })
     }
 
-    /// A handler for one worker, writing to the outputs through its own
-    /// [`BatchSink`]s.
+    /// A handler for one worker, handing its records to the outputs through
+    /// its own [`RecordSink`]s.
     pub(crate) fn handler(&self, digest: bool, failure: &SharedFailure) -> CliHandler {
-        let w = RecordWriter::records_only(
-            Box::new(BatchSink::new(self.out.clone())),
-            self.format,
-            self.files,
-        );
-        let dir = self.dir.as_ref().map(|(d, shared, _)| {
-            (
-                d.clone(),
-                RecordWriter::records_only(
-                    Box::new(BatchSink::new(shared.clone())),
-                    Format::Json,
-                    true,
-                ),
-            )
-        });
-        CliHandler::new(w, self.out_name.clone(), digest, dir, failure.clone())
+        let dir = self
+            .dir
+            .as_ref()
+            .map(|(d, shared, _)| (d.clone(), RecordSink::new(shared.clone())));
+        CliHandler::new(
+            RecordSink::new(self.out.clone()),
+            self.out_name.clone(),
+            digest,
+            dir,
+            failure.clone(),
+        )
     }
 
     /// Writes the headers (before any record).

@@ -1,21 +1,25 @@
 //! Where records go: an output written by its own thread ([`SharedOutput`]),
-//! fed by each worker's [`BatchSink`].
+//! fed by each worker's [`RecordSink`] (flow records) and [`BatchSink`]
+//! (bytes: headers and trailers).
 //!
-//! Writing is taken off the workers' path: a worker formats records into a
-//! batch of about 256 KiB and passes the whole batch to the output's writer
-//! thread, which does the `write` system calls (and the kernel's copy into a
-//! pipe, a terminal or the page cache) on another core. Under a SYN flood,
-//! where every packet ends a connection and so makes a record, that was a
-//! quarter of a worker's time. At most [`QUEUED_BATCHES`] batches wait, so a
-//! slow reader (a terminal, `| less`) slows the workers down instead of
-//! growing memory.
+//! Writing and formatting are taken off the workers' path: a worker hands
+//! its flow records over in batches of [`RECORD_BATCH`] records to the
+//! output's thread, which formats them (JSON, CSV, Zeek) and does the
+//! `write` system calls (and the kernel's copy into a pipe, a terminal or
+//! the page cache) on another core. Under a SYN flood, where every packet
+//! ends a connection and so makes a record, writing was a quarter of a
+//! worker's time and formatting about as much again. At most
+//! [`QUEUED_BATCHES`] batches wait, so a slow reader (a terminal, `| less`)
+//! slows the workers down instead of growing memory.
 //!
 //! Guarantees: the records of different workers never interleave (a batch is
 //! a run of whole records of one worker); each worker's records keep their
-//! order; [`BatchSink::flush`] returns once everything handed over before it
-//! is written and flushed, with the first write error if there was one; an
-//! error is reported to the worker no later than its next hand-over or flush.
+//! order; a flush returns once everything handed over before it is written
+//! and flushed, with the first write error if there was one; an error is
+//! reported to the worker no later than its next hand-over or flush.
 
+use crate::output::RecordFormat;
+use crate::record::FlowRecord;
 use std::io::{self, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,6 +27,10 @@ use std::thread::JoinHandle;
 
 /// Batches that may wait for the writer thread (about 2 MiB).
 pub const QUEUED_BATCHES: usize = 8;
+
+/// Records per batch of a [`RecordSink`]: about 256 KiB of JSON lines, and
+/// a few hundred KiB of records in memory.
+pub const RECORD_BATCH: usize = 512;
 
 /// Batch size at which a [`BatchSink`] hands its records over. Each hand-over
 /// wakes the writer thread; 256 KiB batches (rather than 64 KiB) cut the
@@ -34,6 +42,8 @@ const BATCH: usize = 1 << 18;
 enum Job {
     /// Write these bytes.
     Write(Vec<u8>),
+    /// Format these records and write them.
+    Records(Vec<FlowRecord>),
     /// Flush, then answer with the result (and any earlier write error).
     Flush(SyncSender<io::Result<()>>),
 }
@@ -53,13 +63,30 @@ fn stored(error: &FirstError) -> io::Result<()> {
 /// allocated by a worker and freed by the writer thread costs the allocator
 /// far more than reusing it (glibc walked its bins: 90,000 instructions and
 /// 10,000 cache misses per 64 KiB batch).
-type Spares = Arc<Mutex<Vec<Vec<u8>>>>;
+type Spares<T> = Arc<Mutex<Vec<Vec<T>>>>;
+
+/// Puts an emptied batch back for reuse, unless enough wait already.
+fn give_back<T>(spares: &Spares<T>, mut batch: Vec<T>) {
+    batch.clear();
+    let mut pool = spares.lock().unwrap_or_else(PoisonError::into_inner);
+    // Never more than could be in flight at once.
+    if pool.len() < QUEUED_BATCHES * 2 {
+        pool.push(batch);
+    }
+}
+
+/// A spare batch from `spares`, or a new one of `capacity`.
+fn take_spare<T>(spares: &Spares<T>, capacity: usize) -> Vec<T> {
+    let spare = spares.lock().unwrap_or_else(PoisonError::into_inner).pop();
+    spare.unwrap_or_else(|| Vec::with_capacity(capacity))
+}
 
 /// The writer thread's end: owns the real output.
 struct Writer {
     jobs: SyncSender<Job>,
     error: FirstError,
-    spares: Spares,
+    spares: Spares<u8>,
+    record_spares: Spares<FlowRecord>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -81,13 +108,19 @@ impl Drop for Writer {
 pub struct SharedOutput(Arc<Writer>);
 
 impl SharedOutput {
-    /// Starts the writer thread for `out`.
-    pub fn spawn(name: &str, mut out: Box<dyn Write + Send>) -> io::Result<SharedOutput> {
+    /// Starts the writer thread for `out`; record batches are formatted in
+    /// `format`.
+    pub fn spawn(
+        name: &str,
+        mut out: Box<dyn Write + Send>,
+        format: RecordFormat,
+    ) -> io::Result<SharedOutput> {
         let (jobs, queue): (SyncSender<Job>, Receiver<Job>) = sync_channel(QUEUED_BATCHES);
         let error: FirstError = Arc::default();
         let first = error.clone();
-        let spares: Spares = Arc::default();
-        let returned = spares.clone();
+        let spares: Spares<u8> = Arc::default();
+        let record_spares: Spares<FlowRecord> = Arc::default();
+        let (returned, returned_records) = (spares.clone(), record_spares.clone());
         let thread = std::thread::Builder::new()
             .name(format!("streamcap-out-{name}"))
             .spawn(move || {
@@ -95,20 +128,28 @@ impl SharedOutput {
                     let mut slot = first.lock().unwrap_or_else(PoisonError::into_inner);
                     slot.get_or_insert((e.kind(), e.to_string()));
                 };
+                let mut text = Vec::with_capacity(BATCH + 4096);
                 for job in queue {
                     match job {
-                        Job::Write(mut bytes) => {
+                        Job::Write(bytes) => {
                             if stored(&first).is_ok() {
                                 if let Err(e) = out.write_all(&bytes) {
                                     fail(e);
                                 }
                             }
-                            bytes.clear();
-                            let mut pool = returned.lock().unwrap_or_else(PoisonError::into_inner);
-                            // Never more than could be in flight at once.
-                            if pool.len() < QUEUED_BATCHES * 2 {
-                                pool.push(bytes);
+                            give_back(&returned, bytes);
+                        }
+                        Job::Records(records) => {
+                            if stored(&first).is_ok() {
+                                text.clear();
+                                for r in &records {
+                                    format.append(r, &mut text);
+                                }
+                                if let Err(e) = out.write_all(&text) {
+                                    fail(e);
+                                }
                             }
+                            give_back(&returned_records, records);
                         }
                         Job::Flush(done) => {
                             if stored(&first).is_ok() {
@@ -126,6 +167,7 @@ impl SharedOutput {
             jobs,
             error,
             spares,
+            record_spares,
             thread: Some(thread),
         })))
     }
@@ -137,15 +179,16 @@ impl SharedOutput {
         self.0.jobs.send(Job::Write(bytes)).map_err(|_| gone())
     }
 
+    /// Queues `records` for formatting and writing; fails like
+    /// [`SharedOutput::write`].
+    fn write_records(&self, records: Vec<FlowRecord>) -> io::Result<()> {
+        stored(&self.0.error)?;
+        self.0.jobs.send(Job::Records(records)).map_err(|_| gone())
+    }
+
     /// An empty batch buffer: a written one if there is one.
     fn empty_batch(&self) -> Vec<u8> {
-        let spare = self
-            .0
-            .spares
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        spare.unwrap_or_else(|| Vec::with_capacity(BATCH + 4096))
+        take_spare(&self.0.spares, BATCH + 4096)
     }
 
     /// Waits until everything queued before is written and flushed.
@@ -163,14 +206,13 @@ fn gone() -> io::Error {
     io::Error::other("the output's writer thread ended unexpectedly")
 }
 
-/// A worker's end of a [`SharedOutput`]: it collects whole records and hands
+/// A byte sink feeding a [`SharedOutput`]: it collects whole writes and hands
 /// them over in batches of about 256 KiB (and at `flush`), so the records of
 /// different workers never interleave and the workers never wait for a
 /// `write` system call.
 ///
-/// Every `write` call is taken to be one whole record (as
-/// [`RecordWriter`](crate::output::RecordWriter) writes them); a batch is
-/// handed over only between two calls.
+/// Every `write` call is taken to be one whole unit (a header, a trailer,
+/// a record); a batch is handed over only between two calls.
 pub struct BatchSink {
     shared: SharedOutput,
     batch: Vec<u8>,
@@ -209,9 +251,147 @@ impl Write for BatchSink {
     }
 }
 
+/// A worker's end of a [`SharedOutput`] for flow records: it collects
+/// [`RECORD_BATCH`] records (moved, not formatted) and hands them over to
+/// the output's thread, which formats and writes them. Same guarantees as
+/// [`BatchSink`]: a batch is a run of one worker's records, in order.
+pub struct RecordSink {
+    shared: SharedOutput,
+    batch: Vec<FlowRecord>,
+}
+
+impl RecordSink {
+    /// A sink feeding `shared`.
+    pub fn new(shared: SharedOutput) -> RecordSink {
+        RecordSink {
+            shared,
+            batch: Vec::with_capacity(RECORD_BATCH),
+        }
+    }
+
+    /// Adds one record; hands the batch over when it is full (and fails with
+    /// the writer's first error, if it met one).
+    pub fn push(&mut self, r: FlowRecord) -> io::Result<()> {
+        self.batch.push(r);
+        if self.batch.len() >= RECORD_BATCH {
+            self.hand_over()?;
+        }
+        Ok(())
+    }
+
+    fn hand_over(&mut self) -> io::Result<()> {
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let spare = take_spare(&self.shared.0.record_spares, RECORD_BATCH);
+        let full = std::mem::replace(&mut self.batch, spare);
+        self.shared.write_records(full)
+    }
+
+    /// Hands over what is collected and waits until everything handed over
+    /// is written and flushed.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.hand_over()?;
+        self.shared.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::Format;
+    use crate::record::{DirRecord, Extra, Proto, Ts};
+    use streamcap::deliver::StreamErrors;
+    use streamcap::Timestamp;
+
+    const JSON: RecordFormat = RecordFormat {
+        format: Format::Json,
+        files: false,
+    };
+
+    /// A record whose source port tells it apart.
+    fn record(port: u16) -> FlowRecord {
+        let d = DirRecord {
+            pkts: 1,
+            bytes: 60,
+            stream_bytes: 20,
+            captured: 20,
+            discarded: 0,
+            dropped: 0,
+            missing: 0,
+            sha256: None,
+            file: None,
+        };
+        FlowRecord {
+            ts: Ts(Timestamp::from_secs_nanos(1, 0)),
+            last_ts: Ts(Timestamp::from_secs_nanos(2, 0)),
+            proto: Proto(6),
+            src_ip: "10.0.0.1".parse().expect("address"),
+            src_port: port,
+            dst_ip: "10.0.0.2".parse().expect("address"),
+            dst_port: 80,
+            vlan: None,
+            orig: d.clone(),
+            resp: d,
+            end: "fin",
+            errors: StreamErrors::default(),
+            extra: Extra::default(),
+        }
+    }
+
+    /// Records handed over by two workers come out formatted by the output's
+    /// thread, each worker's in its order, in runs of one worker's records,
+    /// exactly as formatting them one by one would.
+    #[test]
+    fn record_sinks_format_on_the_writer_thread_in_order() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let csv = RecordFormat {
+            format: Format::Csv,
+            files: false,
+        };
+        let shared =
+            SharedOutput::spawn("recs", Box::new(Calls(calls.clone())), csv).expect("spawn");
+        let mut a = RecordSink::new(shared.clone());
+        let mut b = RecordSink::new(shared);
+        let n = RECORD_BATCH * 2 + 7;
+        for i in 0..n {
+            a.push(record(i as u16)).expect("push");
+            b.push(record(50_000 + i as u16)).expect("push");
+        }
+        a.flush().expect("flush");
+        b.flush().expect("flush");
+        let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut seen_a = Vec::new();
+        let mut seen_b = Vec::new();
+        for c in calls.iter() {
+            let text = String::from_utf8(c.clone()).expect("utf-8");
+            let ports: Vec<u16> = text
+                .lines()
+                .map(|l| {
+                    l.split(',')
+                        .nth(4)
+                        .and_then(|p| p.parse().ok())
+                        .expect("port")
+                })
+                .collect();
+            let from_a = ports[0] < 50_000;
+            assert!(
+                ports.iter().all(|&p| (p < 50_000) == from_a),
+                "one worker per batch"
+            );
+            if from_a { &mut seen_a } else { &mut seen_b }.extend(ports);
+        }
+        assert_eq!(seen_a, (0..n as u16).collect::<Vec<_>>());
+        assert_eq!(
+            seen_b,
+            (0..n as u16).map(|i| 50_000 + i).collect::<Vec<_>>()
+        );
+        let mut one = Vec::new();
+        csv.append(&record(3), &mut one);
+        let all: Vec<u8> = calls.iter().flatten().copied().collect();
+        let all = String::from_utf8(all).expect("utf-8");
+        assert!(all.contains(std::str::from_utf8(&one).expect("utf-8")));
+    }
 
     /// A sink that remembers every write it got.
     struct Calls(Arc<Mutex<Vec<Vec<u8>>>>);
@@ -231,7 +411,8 @@ mod tests {
     #[test]
     fn batches_hold_whole_records_only() {
         let calls = Arc::new(Mutex::new(Vec::new()));
-        let shared = SharedOutput::spawn("test", Box::new(Calls(calls.clone()))).expect("spawn");
+        let shared =
+            SharedOutput::spawn("test", Box::new(Calls(calls.clone())), JSON).expect("spawn");
         let mut a = BatchSink::new(shared.clone());
         let mut b = BatchSink::new(shared);
         let rec_a = vec![b'a'; 1000];
@@ -290,7 +471,8 @@ mod tests {
             room: 3 * BATCH,
             kept: kept.clone(),
         };
-        let mut sink = BatchSink::new(SharedOutput::spawn("full", Box::new(out)).expect("spawn"));
+        let mut sink =
+            BatchSink::new(SharedOutput::spawn("full", Box::new(out), JSON).expect("spawn"));
         let record = vec![b'r'; 1000];
         let mut first_error = None;
         for i in 0..1000 {
@@ -315,7 +497,8 @@ mod tests {
     #[test]
     fn dropping_writes_the_queue() {
         let calls = Arc::new(Mutex::new(Vec::new()));
-        let shared = SharedOutput::spawn("drop", Box::new(Calls(calls.clone()))).expect("spawn");
+        let shared =
+            SharedOutput::spawn("drop", Box::new(Calls(calls.clone())), JSON).expect("spawn");
         let mut sink = BatchSink::new(shared.clone());
         for _ in 0..200 {
             sink.write_all(&[b'x'; 1000]).expect("write");
