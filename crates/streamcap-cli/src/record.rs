@@ -472,6 +472,40 @@ impl<'a> Staging<'a> {
 }
 
 #[cfg(test)]
+impl FlowRecord {
+    /// A test record: TCP from 10.0.0.1:`src_port` to 10.0.0.2:80 at
+    /// 100.000000007, no packets, ended by the end of input.
+    pub(crate) fn for_test(src_port: u16) -> FlowRecord {
+        let d = DirRecord {
+            pkts: 0,
+            bytes: 0,
+            stream_bytes: 0,
+            captured: 0,
+            discarded: 0,
+            dropped: 0,
+            missing: 0,
+            sha256: None,
+            file: None,
+        };
+        FlowRecord {
+            ts: Ts(Timestamp::from_secs_nanos(100, 7)),
+            last_ts: Ts(Timestamp::from_secs_nanos(100, 7)),
+            proto: Proto(6),
+            src_ip: IpAddr::from([10, 0, 0, 1]),
+            src_port,
+            dst_ip: IpAddr::from([10, 0, 0, 2]),
+            dst_port: 80,
+            vlan: None,
+            orig: d.clone(),
+            resp: d,
+            end: "eof",
+            errors: StreamErrors::default(),
+            extra: Extra::default(),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

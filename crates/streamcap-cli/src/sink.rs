@@ -300,44 +300,11 @@ impl RecordSink {
 mod tests {
     use super::*;
     use crate::output::Format;
-    use crate::record::{DirRecord, Extra, Proto, Ts};
-    use streamcap::deliver::StreamErrors;
-    use streamcap::Timestamp;
 
     const JSON: RecordFormat = RecordFormat {
         format: Format::Json,
         files: false,
     };
-
-    /// A record whose source port tells it apart.
-    fn record(port: u16) -> FlowRecord {
-        let d = DirRecord {
-            pkts: 1,
-            bytes: 60,
-            stream_bytes: 20,
-            captured: 20,
-            discarded: 0,
-            dropped: 0,
-            missing: 0,
-            sha256: None,
-            file: None,
-        };
-        FlowRecord {
-            ts: Ts(Timestamp::from_secs_nanos(1, 0)),
-            last_ts: Ts(Timestamp::from_secs_nanos(2, 0)),
-            proto: Proto(6),
-            src_ip: "10.0.0.1".parse().expect("address"),
-            src_port: port,
-            dst_ip: "10.0.0.2".parse().expect("address"),
-            dst_port: 80,
-            vlan: None,
-            orig: d.clone(),
-            resp: d,
-            end: "fin",
-            errors: StreamErrors::default(),
-            extra: Extra::default(),
-        }
-    }
 
     /// Records handed over by two workers come out formatted by the output's
     /// thread, each worker's in its order, in runs of one worker's records,
@@ -355,8 +322,9 @@ mod tests {
         let mut b = RecordSink::new(shared);
         let n = RECORD_BATCH * 2 + 7;
         for i in 0..n {
-            a.push(record(i as u16)).expect("push");
-            b.push(record(50_000 + i as u16)).expect("push");
+            a.push(FlowRecord::for_test(i as u16)).expect("push");
+            b.push(FlowRecord::for_test(50_000 + i as u16))
+                .expect("push");
         }
         a.flush().expect("flush");
         b.flush().expect("flush");
@@ -387,7 +355,7 @@ mod tests {
             (0..n as u16).map(|i| 50_000 + i).collect::<Vec<_>>()
         );
         let mut one = Vec::new();
-        csv.append(&record(3), &mut one);
+        csv.append(&FlowRecord::for_test(3), &mut one);
         let all: Vec<u8> = calls.iter().flatten().copied().collect();
         let all = String::from_utf8(all).expect("utf-8");
         assert!(all.contains(std::str::from_utf8(&one).expect("utf-8")));

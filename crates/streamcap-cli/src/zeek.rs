@@ -384,37 +384,13 @@ mod tests {
 
     #[test]
     fn uid_is_deterministic() {
-        let mk = |port: u16, id: u64| {
-            let d = crate::record::DirRecord {
-                pkts: 0,
-                bytes: 0,
-                stream_bytes: 0,
-                captured: 0,
-                discarded: 0,
-                dropped: 0,
-                missing: 0,
-                sha256: None,
-                file: None,
-            };
-            FlowRecord {
-                ts: crate::record::Ts(streamcap::Timestamp::from_secs_nanos(100, 7)),
-                last_ts: crate::record::Ts(streamcap::Timestamp::from_secs_nanos(100, 7)),
-                proto: crate::record::Proto(6),
-                src_ip: "10.0.0.1".parse().unwrap(),
-                src_port: port,
-                dst_ip: "10.0.0.2".parse().unwrap(),
-                dst_port: 80,
-                vlan: None,
-                orig: d.clone(),
-                resp: d,
-                end: "eof",
-                errors: Default::default(),
-                extra: crate::record::Extra {
-                    history: crate::record::History::new("S"),
-                    conn_id: id,
-                    vlan_key: 0,
-                },
-            }
+        let mk = |port: u16, id: u64| FlowRecord {
+            extra: crate::record::Extra {
+                history: crate::record::History::new("S"),
+                conn_id: id,
+                vlan_key: 0,
+            },
+            ..FlowRecord::for_test(port)
         };
         let a = uid(&mk(1000, 1));
         assert_eq!(a, uid(&mk(1000, 1)));
