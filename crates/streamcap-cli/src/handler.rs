@@ -272,16 +272,16 @@ impl Handler for CliHandler {
             d.file = file;
         }
         self.records += 1;
-        // The records are formatted by the outputs' threads.
-        if let (Some(w), Some(d)) = (self.jsonl.as_mut(), self.dir.as_ref()) {
-            if let Err(e) = w.push(r.clone()) {
-                let p = d.join("streams.jsonl").display().to_string();
-                self.fail(p, e);
-                return;
-            }
-        }
+        let copy = self.jsonl.as_ref().map(|_| r.clone());
         if let Err(e) = self.out.push(r) {
             self.fail(self.out_name.clone(), e);
+            return;
+        }
+        if let (Some(w), Some(d), Some(r)) = (self.jsonl.as_mut(), self.dir.as_ref(), copy) {
+            if let Err(e) = w.push(r) {
+                let p = d.join("streams.jsonl").display().to_string();
+                self.fail(p, e);
+            }
         }
     }
 }

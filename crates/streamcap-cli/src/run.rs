@@ -159,6 +159,8 @@ fn filter_message(e: FilterError) -> String {
 /// The outputs of a run: the record output and, with `-w DIR`, the
 /// directory and its `streams.jsonl`; shared by the workers.
 pub(crate) struct Outputs {
+    /// How the records of `out` are formatted.
+    format: RecordFormat,
     out: SharedOutput,
     out_name: String,
     framing: FramingWriter,
@@ -204,6 +206,7 @@ impl Outputs {
             None => None,
         };
         Ok(Outputs {
+            format,
             out,
             out_name,
             framing,
@@ -211,15 +214,33 @@ impl Outputs {
         })
     }
 
-    /// A handler for one worker, handing its records to the outputs through
-    /// its own [`RecordSink`]s.
-    pub(crate) fn handler(&self, digest: bool, failure: &SharedFailure) -> CliHandler {
-        let dir = self
-            .dir
-            .as_ref()
-            .map(|(d, shared, _)| (d.clone(), RecordSink::new(shared.clone())));
+    /// A handler for one of `workers` workers, handing its records to the
+    /// outputs through its own [`RecordSink`]s: unformatted when it is the
+    /// only worker (the output's thread formats them on the other core),
+    /// formatted by the worker itself when there are several (one thread
+    /// formatting for all of them would hold them back).
+    pub(crate) fn handler(
+        &self,
+        digest: bool,
+        failure: &SharedFailure,
+        workers: usize,
+    ) -> CliHandler {
+        let sink = |shared: &SharedOutput, format: RecordFormat| {
+            if workers > 1 {
+                RecordSink::formatting(shared.clone(), format)
+            } else {
+                RecordSink::unformatted(shared.clone())
+            }
+        };
+        let dir = self.dir.as_ref().map(|(d, shared, _)| {
+            let jsonl = RecordFormat {
+                format: Format::Json,
+                files: true,
+            };
+            (d.clone(), sink(shared, jsonl))
+        });
         CliHandler::new(
-            RecordSink::new(self.out.clone()),
+            sink(&self.out, self.format),
             self.out_name.clone(),
             digest,
             dir,
@@ -261,6 +282,7 @@ impl WorkerParts {
         bar: Option<ProgressBar>,
         start: Instant,
     ) -> WorkerParts {
+        let workers = filters.len();
         let parts = filters
             .into_iter()
             .enumerate()
@@ -271,7 +293,7 @@ impl WorkerParts {
                     bar: if i == 0 { bar.clone() } else { None },
                     start,
                 };
-                Some((outputs.handler(digest, failure), hooks))
+                Some((outputs.handler(digest, failure, workers), hooks))
             })
             .collect();
         WorkerParts(Mutex::new(parts))
@@ -448,7 +470,8 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
     ExitCode::SUCCESS
 }
 
-/// Finishes every worker's handler (trailers, flush); returns the stream
+/// Finishes every worker's handler (hands over and flushes its records; the
+/// trailers follow in [`Outputs::finish`]); returns the stream
 /// files written (count, bytes) and per worker (packets, flows created).
 pub(crate) fn finish_workers<K>(
     workers: &mut [WorkerReport<CliHandler, K>],

@@ -2,15 +2,17 @@
 //! fed by each worker's [`RecordSink`] (flow records) and [`BatchSink`]
 //! (bytes: headers and trailers).
 //!
-//! Writing and formatting are taken off the workers' path: a worker hands
-//! its flow records over in batches of [`RECORD_BATCH`] records to the
-//! output's thread, which formats them (JSON, CSV, Zeek) and does the
+//! Writing is taken off the workers' path: the output's thread does the
 //! `write` system calls (and the kernel's copy into a pipe, a terminal or
-//! the page cache) on another core. Under a SYN flood, where every packet
-//! ends a connection and so makes a record, writing was a quarter of a
-//! worker's time and formatting about as much again. At most
-//! [`QUEUED_BATCHES`] batches wait, so a slow reader (a terminal, `| less`)
-//! slows the workers down instead of growing memory.
+//! the page cache) on another core. A single worker also leaves the
+//! formatting (JSON, CSV, Zeek) to that thread: it hands its flow records
+//! over unformatted, in batches of [`RECORD_BATCH`]. Several workers format
+//! their own records, since one thread formatting for all of them would
+//! become their bottleneck. Under a SYN flood, where every packet ends a
+//! connection and so makes a record, writing was a quarter of a worker's
+//! time and formatting about as much again. At most [`QUEUED_BATCHES`]
+//! batches wait, so a slow reader (a terminal, `| less`) slows the workers
+//! down instead of growing memory.
 //!
 //! Guarantees: the records of different workers never interleave (a batch is
 //! a run of whole records of one worker); each worker's records keep their
@@ -32,10 +34,10 @@ pub const QUEUED_BATCHES: usize = 8;
 /// a few hundred KiB of records in memory.
 pub const RECORD_BATCH: usize = 512;
 
-/// Batch size at which a [`BatchSink`] hands its records over. Each hand-over
-/// wakes the writer thread; 256 KiB batches (rather than 64 KiB) cut the
-/// wake-ups, which under a SYN flood (a record per packet) were about 6 % of
-/// a worker's time in the kernel.
+/// Size at which a [`RecordSink`] hands over the records it formatted
+/// itself. Each hand-over wakes the writer thread; 256 KiB batches (rather
+/// than 64 KiB) cut the wake-ups, which under a SYN flood (a record per
+/// packet) were about 6 % of a worker's time in the kernel.
 const BATCH: usize = 1 << 18;
 
 /// What the writer thread is asked to do.
@@ -172,8 +174,8 @@ impl SharedOutput {
         })))
     }
 
-    /// Queues `bytes` (whole records) for writing; fails with the writer's
-    /// first error, if it met one.
+    /// Queues `bytes` (whole units: records, a header, a trailer) for
+    /// writing; fails with the writer's first error, if it met one.
     fn write(&self, bytes: Vec<u8>) -> io::Result<()> {
         stored(&self.0.error)?;
         self.0.jobs.send(Job::Write(bytes)).map_err(|_| gone())
@@ -186,9 +188,10 @@ impl SharedOutput {
         self.0.jobs.send(Job::Records(records)).map_err(|_| gone())
     }
 
-    /// An empty batch buffer: a written one if there is one.
-    fn empty_batch(&self) -> Vec<u8> {
-        take_spare(&self.0.spares, BATCH + 4096)
+    /// An empty batch buffer of at least `capacity` bytes: a written one if
+    /// there is one.
+    fn empty_batch(&self, capacity: usize) -> Vec<u8> {
+        take_spare(&self.0.spares, capacity)
     }
 
     /// Waits until everything queued before is written and flushed.
@@ -206,13 +209,12 @@ fn gone() -> io::Error {
     io::Error::other("the output's writer thread ended unexpectedly")
 }
 
-/// A byte sink feeding a [`SharedOutput`]: it collects whole writes and hands
-/// them over in batches of about 256 KiB (and at `flush`), so the records of
-/// different workers never interleave and the workers never wait for a
-/// `write` system call.
+/// A byte sink feeding a [`SharedOutput`], for an output's header and
+/// trailer: it keeps what is written until `flush` (or until it holds
+/// 256 KiB) and hands it over whole.
 ///
-/// Every `write` call is taken to be one whole unit (a header, a trailer,
-/// a record); a batch is handed over only between two calls.
+/// Every `write` call is taken to be one whole unit (a header, a trailer);
+/// a batch is handed over only between two calls.
 pub struct BatchSink {
     shared: SharedOutput,
     batch: Vec<u8>,
@@ -223,7 +225,7 @@ impl BatchSink {
     pub fn new(shared: SharedOutput) -> BatchSink {
         BatchSink {
             shared,
-            batch: Vec::with_capacity(BATCH + 4096),
+            batch: Vec::new(),
         }
     }
 
@@ -231,7 +233,7 @@ impl BatchSink {
         if self.batch.is_empty() {
             return Ok(());
         }
-        let full = std::mem::replace(&mut self.batch, self.shared.empty_batch());
+        let full = std::mem::replace(&mut self.batch, self.shared.empty_batch(0));
         self.shared.write(full)
     }
 }
@@ -251,35 +253,70 @@ impl Write for BatchSink {
     }
 }
 
-/// A worker's end of a [`SharedOutput`] for flow records: it collects
-/// [`RECORD_BATCH`] records (moved, not formatted) and hands them over to
-/// the output's thread, which formats and writes them. Same guarantees as
-/// [`BatchSink`]: a batch is a run of one worker's records, in order.
+/// A worker's end of a [`SharedOutput`] for flow records. The records of a
+/// batch are one worker's, in order, and different workers' batches never
+/// interleave.
+///
+/// Made with [`RecordSink::unformatted`], it collects [`RECORD_BATCH`]
+/// records (moved, not formatted) and hands them to the output's thread,
+/// which formats and writes them: the single-worker case, where the other
+/// core is free. Made with [`RecordSink::formatting`], it formats records
+/// itself into batches of about 256 KiB: the case of several workers,
+/// which would otherwise all wait for one formatting thread.
 pub struct RecordSink {
     shared: SharedOutput,
     batch: Vec<FlowRecord>,
+    /// When this worker formats its records: the format and the bytes so far.
+    formatted: Option<(RecordFormat, Vec<u8>)>,
 }
 
 impl RecordSink {
-    /// A sink feeding `shared`.
-    pub fn new(shared: SharedOutput) -> RecordSink {
+    /// A sink that leaves the formatting to `shared`'s thread.
+    pub fn unformatted(shared: SharedOutput) -> RecordSink {
         RecordSink {
             shared,
             batch: Vec::with_capacity(RECORD_BATCH),
+            formatted: None,
+        }
+    }
+
+    /// A sink that formats its records in `format` before handing them over.
+    pub fn formatting(shared: SharedOutput, format: RecordFormat) -> RecordSink {
+        RecordSink {
+            shared,
+            batch: Vec::new(),
+            formatted: Some((format, Vec::with_capacity(BATCH + 4096))),
         }
     }
 
     /// Adds one record; hands the batch over when it is full (and fails with
     /// the writer's first error, if it met one).
     pub fn push(&mut self, r: FlowRecord) -> io::Result<()> {
-        self.batch.push(r);
-        if self.batch.len() >= RECORD_BATCH {
+        let full = match &mut self.formatted {
+            Some((format, bytes)) => {
+                format.append(&r, bytes);
+                bytes.len() >= BATCH
+            }
+            None => {
+                self.batch.push(r);
+                self.batch.len() >= RECORD_BATCH
+            }
+        };
+        if full {
             self.hand_over()?;
         }
         Ok(())
     }
 
     fn hand_over(&mut self) -> io::Result<()> {
+        if let Some((_, bytes)) = &mut self.formatted {
+            if bytes.is_empty() {
+                return Ok(());
+            }
+            let spare = self.shared.empty_batch(BATCH + 4096);
+            let full = std::mem::replace(bytes, spare);
+            return self.shared.write(full);
+        }
         if self.batch.is_empty() {
             return Ok(());
         }
@@ -306,11 +343,12 @@ mod tests {
         files: false,
     };
 
-    /// Records handed over by two workers come out formatted by the output's
-    /// thread, each worker's in its order, in runs of one worker's records,
-    /// exactly as formatting them one by one would.
+    /// Records handed over by two workers, one leaving the formatting to the
+    /// output's thread and one formatting itself, come out each worker's in
+    /// its order, in runs of one worker's records, exactly as formatting them
+    /// one by one would.
     #[test]
-    fn record_sinks_format_on_the_writer_thread_in_order() {
+    fn record_sinks_keep_each_workers_order_formatted_either_way() {
         let calls = Arc::new(Mutex::new(Vec::new()));
         let csv = RecordFormat {
             format: Format::Csv,
@@ -318,9 +356,10 @@ mod tests {
         };
         let shared =
             SharedOutput::spawn("recs", Box::new(Calls(calls.clone())), csv).expect("spawn");
-        let mut a = RecordSink::new(shared.clone());
-        let mut b = RecordSink::new(shared);
-        let n = RECORD_BATCH * 2 + 7;
+        // One sink of each kind: the output looks the same.
+        let mut a = RecordSink::unformatted(shared.clone());
+        let mut b = RecordSink::formatting(shared, csv);
+        let n = RECORD_BATCH * 4 + 7;
         for i in 0..n {
             a.push(FlowRecord::for_test(i as u16)).expect("push");
             b.push(FlowRecord::for_test(50_000 + i as u16))
