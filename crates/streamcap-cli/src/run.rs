@@ -156,6 +156,13 @@ fn filter_message(e: FilterError) -> String {
     }
 }
 
+/// How `streams.jsonl` (with `-w DIR`) is written: JSON lines with the
+/// file names.
+const JSONL: RecordFormat = RecordFormat {
+    format: Format::Json,
+    files: true,
+};
+
 /// The outputs of a run: the record output and, with `-w DIR`, the
 /// directory and its `streams.jsonl`; shared by the workers.
 pub(crate) struct Outputs {
@@ -192,15 +199,11 @@ impl Outputs {
                 let jl = d.join("streams.jsonl");
                 let f = std::fs::File::create(&jl)
                     .map_err(|e| format!("{}: cannot create: {e}", jl.display()))?;
-                let jsonl = RecordFormat {
-                    format: Format::Json,
-                    files: true,
-                };
-                let shared = SharedOutput::spawn("streams", Box::new(io::BufWriter::new(f)), jsonl)
+                let shared = SharedOutput::spawn("streams", Box::new(io::BufWriter::new(f)), JSONL)
                     .map_err(|e| {
                         format!("cannot start the writer thread of {}: {e}", jl.display())
                     })?;
-                let w = FramingWriter::new(Box::new(BatchSink::new(shared.clone())), jsonl);
+                let w = FramingWriter::new(Box::new(BatchSink::new(shared.clone())), JSONL);
                 Some((d, shared, w))
             }
             None => None,
@@ -232,13 +235,10 @@ impl Outputs {
                 RecordSink::unformatted(shared.clone())
             }
         };
-        let dir = self.dir.as_ref().map(|(d, shared, _)| {
-            let jsonl = RecordFormat {
-                format: Format::Json,
-                files: true,
-            };
-            (d.clone(), sink(shared, jsonl))
-        });
+        let dir = self
+            .dir
+            .as_ref()
+            .map(|(d, shared, _)| (d.clone(), sink(shared, JSONL)));
         CliHandler::new(
             sink(&self.out, self.format),
             self.out_name.clone(),

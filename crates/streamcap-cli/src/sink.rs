@@ -265,9 +265,15 @@ impl Write for BatchSink {
 /// which would otherwise all wait for one formatting thread.
 pub struct RecordSink {
     shared: SharedOutput,
-    batch: Vec<FlowRecord>,
-    /// When this worker formats its records: the format and the bytes so far.
-    formatted: Option<(RecordFormat, Vec<u8>)>,
+    pending: Pending,
+}
+
+/// What a [`RecordSink`] has collected since its last hand-over.
+enum Pending {
+    /// Records for the output's thread to format.
+    Records(Vec<FlowRecord>),
+    /// Records this worker formatted, in `RecordFormat`.
+    Formatted(RecordFormat, Vec<u8>),
 }
 
 impl RecordSink {
@@ -275,8 +281,7 @@ impl RecordSink {
     pub fn unformatted(shared: SharedOutput) -> RecordSink {
         RecordSink {
             shared,
-            batch: Vec::with_capacity(RECORD_BATCH),
-            formatted: None,
+            pending: Pending::Records(Vec::with_capacity(RECORD_BATCH)),
         }
     }
 
@@ -284,22 +289,21 @@ impl RecordSink {
     pub fn formatting(shared: SharedOutput, format: RecordFormat) -> RecordSink {
         RecordSink {
             shared,
-            batch: Vec::new(),
-            formatted: Some((format, Vec::with_capacity(BATCH + 4096))),
+            pending: Pending::Formatted(format, Vec::with_capacity(BATCH + 4096)),
         }
     }
 
     /// Adds one record; hands the batch over when it is full (and fails with
     /// the writer's first error, if it met one).
     pub fn push(&mut self, r: FlowRecord) -> io::Result<()> {
-        let full = match &mut self.formatted {
-            Some((format, bytes)) => {
+        let full = match &mut self.pending {
+            Pending::Records(records) => {
+                records.push(r);
+                records.len() >= RECORD_BATCH
+            }
+            Pending::Formatted(format, bytes) => {
                 format.append(&r, bytes);
                 bytes.len() >= BATCH
-            }
-            None => {
-                self.batch.push(r);
-                self.batch.len() >= RECORD_BATCH
             }
         };
         if full {
@@ -309,20 +313,18 @@ impl RecordSink {
     }
 
     fn hand_over(&mut self) -> io::Result<()> {
-        if let Some((_, bytes)) = &mut self.formatted {
-            if bytes.is_empty() {
-                return Ok(());
+        match &mut self.pending {
+            Pending::Records(records) if !records.is_empty() => {
+                let spare = take_spare(&self.shared.0.record_spares, RECORD_BATCH);
+                let full = std::mem::replace(records, spare);
+                self.shared.write_records(full)
             }
-            let spare = self.shared.empty_batch(BATCH + 4096);
-            let full = std::mem::replace(bytes, spare);
-            return self.shared.write(full);
+            Pending::Formatted(_, bytes) if !bytes.is_empty() => {
+                let full = std::mem::replace(bytes, self.shared.empty_batch(BATCH + 4096));
+                self.shared.write(full)
+            }
+            _ => Ok(()),
         }
-        if self.batch.is_empty() {
-            return Ok(());
-        }
-        let spare = take_spare(&self.shared.0.record_spares, RECORD_BATCH);
-        let full = std::mem::replace(&mut self.batch, spare);
-        self.shared.write_records(full)
     }
 
     /// Hands over what is collected and waits until everything handed over

@@ -172,10 +172,9 @@ impl PcapReader {
         let rest = data.get(pos..).filter(|r| !r.is_empty())?;
         // The whole record header at once: one bounds check, and the four
         // fields are then read from a fixed-size array.
-        if let Some(h) = rest.first_chunk::<RECORD_HEADER_LEN>() {
+        if let Some((h, body)) = rest.split_first_chunk::<RECORD_HEADER_LEN>() {
             let (secs, frac, caplen, orig_len) = self.header(h);
             if caplen <= MAX_CAPLEN && self.link_supported {
-                let body = rest.get(RECORD_HEADER_LEN..).unwrap_or(&[]);
                 if let Some(bytes) = body.get(..caplen as usize) {
                     let record = self.records.saturating_add(1);
                     self.pos = pos + RECORD_HEADER_LEN + caplen as usize;
@@ -229,7 +228,7 @@ impl PcapReader {
     fn fault(&self, rest: &[u8]) -> Fault {
         let record = self.records.saturating_add(1);
         let at = |kind| Fault::at(record, self.pos, kind);
-        let Some(h) = rest.first_chunk::<RECORD_HEADER_LEN>() else {
+        let Some((h, body)) = rest.split_first_chunk::<RECORD_HEADER_LEN>() else {
             return at(SourceErrorKind::Truncated(format!(
                 "record header needs {RECORD_HEADER_LEN} bytes, only {} left",
                 rest.len()
@@ -241,10 +240,10 @@ impl PcapReader {
                 "captured length {caplen} exceeds the {MAX_CAPLEN}-byte limit (damaged file?)"
             )));
         }
-        if rest.len() - RECORD_HEADER_LEN < caplen as usize {
+        if body.len() < caplen as usize {
             return at(SourceErrorKind::Truncated(format!(
                 "record needs {caplen} bytes of packet data, only {} left",
-                rest.len() - RECORD_HEADER_LEN
+                body.len()
             )));
         }
         at(SourceErrorKind::UnsupportedLinkType(self.link.0))
