@@ -28,12 +28,12 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         None if c.fanout == "locality" => {
             return usage(
                 "--fanout locality: an in-process mode for files (-r); live capture uses the \
-                 kernel's modes (hash, lb, cpu, rollover, rnd, qm)",
+                 kernel's hash fan-out (--fanout hash)",
             )
         }
         None => {
             return usage(format!(
-                "--fanout {}: unknown mode (live: hash, lb, cpu, rollover, rnd, qm)",
+                "--fanout {}: unknown mode (live capture: hash)",
                 c.fanout
             ))
         }

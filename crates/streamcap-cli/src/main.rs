@@ -139,19 +139,14 @@ fn parse_limit(s: &str) -> Result<Limit, String> {
 }
 
 #[derive(Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).multiple(false)))]
 struct Common {
     /// The capture file (pcap or pcapng).
-    #[arg(
-        short = 'r',
-        long = "read",
-        value_name = "FILE",
-        required_unless_present = "interface",
-        conflicts_with = "interface"
-    )]
+    #[arg(short = 'r', long = "read", value_name = "FILE", group = "input")]
     read: Option<PathBuf>,
     /// Capture live from a network interface (AF_PACKET; needs root or
     /// CAP_NET_RAW, and CAP_NET_ADMIN for promiscuous mode).
-    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    #[arg(short = 'i', long = "interface", value_name = "IFACE", group = "input")]
     interface: Option<String>,
     /// TCP reassembly mode.
     #[arg(long, value_enum, default_value = "fast")]
@@ -191,9 +186,11 @@ struct Common {
     /// Worker threads, each owning a shard of the flows.
     #[arg(long, value_name = "N", default_value_t = 1)]
     workers: u32,
-    /// How packets are split between workers and processes: hash or locality
-    /// for files; hash, lb, cpu, rollover, rnd or qm (kernel fan-out) live.
-    /// Flow records and streams need a flow-affine mode (hash, locality).
+    /// How packets are split between workers (and processes): hash (files
+    /// and live, the kernel's hash fan-out) or locality (files only). Both
+    /// keep a connection's two directions on one worker; the kernel's other
+    /// fan-out modes (lb, cpu, rollover, rnd, qm) do not, so flows and
+    /// streams refuse them.
     #[arg(long, value_name = "MODE", default_value = "hash")]
     fanout: String,
     /// Live: join kernel fan-out group ID, shared with other processes that

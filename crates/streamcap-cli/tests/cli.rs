@@ -99,8 +99,17 @@ fn usage_errors_exit_2() {
     assert!(stderr(&o).contains("unknown unit"), "{}", stderr(&o));
     let o = run(&["flows", "-r", "x.pcap", "--mode", "sloppy"]);
     assert_eq!(o.status.code(), Some(2));
+    // No input: the message names both kinds, file and interface.
     let o = run(&["flows"]);
     assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--read <FILE>|--interface <IFACE>"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["streams", "-r", "x.pcap", "-i", "lo"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot be used with"), "{}", stderr(&o));
 }
 
 #[test]
