@@ -127,7 +127,7 @@ fn invalid_filter_is_reported_before_reading() {
     ]);
     let err = stderr(&o);
     if err.contains("install libpcap0.8") {
-        eprintln!("skipping: libpcap not available");
+        common::skip("libpcap not available");
         return;
     }
     assert_eq!(o.status.code(), Some(2), "{err}");
@@ -345,6 +345,14 @@ fn zeek_format() {
     let Some(corpus) = corpus() else { return };
     let dir = tempdir("zeek");
     let mut total = 0;
+    // zat's reader checks each log too, when it is installed.
+    let zat = Command::new("python3")
+        .args(["-c", "import zat"])
+        .output()
+        .is_ok_and(|p| p.status.success());
+    if !zat {
+        common::skip("the zat check: python3 -c 'import zat' failed (pip install zat)");
+    }
     for rel in [
         "http/zeek__wikipedia.pcap",
         "tcp-edge/zeek__tcp-rst-inject-rae.pcap",
@@ -383,10 +391,7 @@ fn zeek_format() {
         };
         assert_eq!(uids(&text), uids(&String::from_utf8_lossy(&o2.stdout)));
         total += n;
-        // zat's reader, when installed.
-        let py = Command::new("python3").args(["-c", "import zat"]).output();
-        if !py.is_ok_and(|p| p.status.success()) {
-            eprintln!("skipping the zat check: python3 -c 'import zat' failed (pip install zat)");
+        if !zat {
             continue;
         }
         let script = "import sys\nfrom zat import zeek_log_reader\nr = zeek_log_reader.ZeekLogReader(sys.argv[1])\nn = 0\nfor row in r.readrows():\n    assert row['uid'].startswith('C'), row\n    assert row['proto'] in ('tcp','udp','icmp','unknown_transport'), row\n    n += 1\nprint(n)\n";
@@ -508,7 +513,7 @@ fn cutoff_classes() {
     .expect("write sample");
     let fs = f.to_str().unwrap_or_default();
     if run(&["flows", "-q", "-r", fs, "tcp"]).status.code() != Some(0) {
-        eprintln!("skipping: libpcap is not available");
+        common::skip("libpcap is not available");
         return;
     }
     let o = run(&[

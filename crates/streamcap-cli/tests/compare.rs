@@ -125,7 +125,7 @@ fn sha(b: &[u8]) -> String {
 fn digests_match_tshark_follow() {
     let Some(corpus) = corpus() else { return };
     if tshark(&["-v"]).is_none() {
-        eprintln!("skipping: tshark not available");
+        common::skip("tshark not available");
         return;
     }
     let (mut compared, mut matched) = (0, 0);
@@ -199,7 +199,7 @@ fn digests_match_tshark_follow() {
 fn stream_files_match_tcpflow() {
     let Some(corpus) = corpus() else { return };
     if !have("tcpflow", "-V") {
-        eprintln!("skipping: tcpflow not available (apt-get install -y tcpflow)");
+        common::skip("tcpflow not available (apt-get install -y tcpflow)");
         return;
     }
     let (mut compared, mut matched, mut trailer, mut renamed) = (0, 0, 0, 0);
@@ -330,7 +330,7 @@ fn tshark_conv(file: &str, proto: &str) -> Vec<(String, String, u64, u64)> {
 fn packet_counts_match_tshark_conv() {
     let Some(corpus) = corpus() else { return };
     if tshark(&["-v"]).is_none() {
-        eprintln!("skipping: tshark not available");
+        common::skip("tshark not available");
         return;
     }
     let files = [

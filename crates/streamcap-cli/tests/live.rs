@@ -31,11 +31,11 @@ impl Netns {
             .output()
             .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
         if !root {
-            eprintln!("skipping: live capture tests need root");
+            common::skip("live capture tests need root");
             return None;
         }
         if !have("ip", "-V") {
-            eprintln!("skipping: the ip command (iproute2) is not installed");
+            common::skip("the ip command (iproute2) is not installed");
             return None;
         }
         let name = format!("sc-{}-{test}", std::process::id());
@@ -63,15 +63,15 @@ impl Netns {
             match o {
                 Ok(o) if o.status.success() => {}
                 Ok(o) => {
-                    eprintln!(
-                        "skipping: ip {}: {}",
+                    common::skip(format!(
+                        "ip {}: {}",
                         args.join(" "),
                         String::from_utf8_lossy(&o.stderr).trim()
-                    );
+                    ));
                     return None;
                 }
                 Err(e) => {
-                    eprintln!("skipping: cannot run ip: {e}");
+                    common::skip(format!("cannot run ip: {e}"));
                     return None;
                 }
             }

@@ -246,7 +246,7 @@ fn run(tshark: &Path, args: &[&str]) -> String {
 #[test]
 fn tshark_agrees_with_campus_truth() {
     let Some(tshark) = tshark() else {
-        eprintln!("tshark not installed: skipping");
+        common::skip("tshark not installed");
         return;
     };
     let dir = std::env::temp_dir().join(format!("streamcap-campus-{}", std::process::id()));

@@ -1,5 +1,7 @@
 //! Cross-check the sample against tshark, when it is installed.
 
+mod common;
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -63,7 +65,7 @@ fn parse_follow(text: &str) -> (String, Vec<u8>, Vec<u8>) {
 #[test]
 fn tshark_agrees_with_truth() {
     let Some(tshark) = tshark() else {
-        eprintln!("tshark not installed: skipping tshark cross-check");
+        common::skip("tshark not installed: no tshark cross-check");
         return;
     };
     let dir = std::env::temp_dir().join(format!("streamcap-gen-tshark-{}", std::process::id()));

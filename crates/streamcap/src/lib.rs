@@ -88,3 +88,12 @@ pub use reassembly::policy::OverlapPolicy;
 pub use source::{FileSource, LinkType, PacketSource, RawPacket, SourceError};
 pub use stats::GlobalStats;
 pub use time::Timestamp;
+
+/// Says why a unit test does not run. Written straight to the process's
+/// stderr: the test harness captures `eprintln!` (shown only for failing
+/// tests), so a skipped test would otherwise pass without a word.
+#[cfg(test)]
+pub(crate) fn skip(reason: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipping: {reason}");
+}

@@ -8,6 +8,8 @@
 //! configured, so the kernel itself sends nothing on them.
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -132,7 +134,7 @@ fn setup(test: &str) -> Option<Netns> {
     match Netns::create(test) {
         Ok(ns) => Some(ns),
         Err(reason) => {
-            eprintln!("skipping: {reason}");
+            support::skip(reason);
             None
         }
     }
@@ -345,7 +347,7 @@ fn kernel_filter_drops_before_the_ring() {
     let lib = match Libpcap::load() {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("skipping: libpcap not available ({e})");
+            support::skip(format!("libpcap not available ({e})"));
             return;
         }
     };

@@ -7,6 +7,8 @@
 
 #![allow(clippy::type_complexity)]
 
+mod support;
+
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -21,10 +23,7 @@ fn corpus_dir() -> Option<PathBuf> {
     if d.is_dir() {
         Some(d)
     } else {
-        eprintln!(
-            "SKIP: corpus not found at {} (shared/corpus is absent)",
-            d.display()
-        );
+        support::skip(format!("corpus not found at {}", d.display()));
         None
     }
 }

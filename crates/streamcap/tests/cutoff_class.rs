@@ -2,6 +2,8 @@
 //! the class's cutoff in both directions; the first matching class wins; the
 //! others keep the configured cutoff.
 
+mod support;
+
 use streamcap::deliver::{FlowEnd, Handler};
 use streamcap::filter::CutoffClass;
 use streamcap::flow::Direction;
@@ -35,7 +37,7 @@ fn classes(list: &[(&str, u64)]) -> Option<Vec<CutoffClass>> {
         match CutoffClass::new(expr, *cutoff) {
             Ok(c) => out.push(c),
             Err(e) => {
-                eprintln!("skipping: {e}");
+                support::skip(e);
                 return None;
             }
         }
@@ -100,7 +102,7 @@ fn a_class_can_raise_the_cutoff_above_the_default() {
 #[test]
 fn a_bad_expression_is_refused() {
     match CutoffClass::new("portx 80", 1) {
-        Err(streamcap::filter::FilterError::Unavailable(e)) => eprintln!("skipping: {e}"),
+        Err(streamcap::filter::FilterError::Unavailable(e)) => support::skip(e),
         Err(e) => assert!(e.to_string().contains("portx 80"), "{e}"),
         Ok(_) => panic!("libpcap accepted a bad expression"),
     }

@@ -149,7 +149,7 @@ fn work_is_shared() {
 fn corpus_captures() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
     if !root.is_dir() {
-        eprintln!("skipping: {} is absent", root.display());
+        support::skip(format!("corpus not found at {}", root.display()));
         return;
     }
     // Fragments, VLANs, IPv6, many connections, a broken file.

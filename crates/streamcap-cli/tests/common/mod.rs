@@ -4,6 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// Says why a test does not run. Written straight to the process's stderr:
+/// the test harness captures `eprintln!` (shown only for failing tests), so
+/// a skipped test would otherwise pass without a word.
+pub fn skip(reason: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipping: {reason}");
+}
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_streamcap");
 
 /// The shared corpus, if present.
@@ -12,7 +20,7 @@ pub fn corpus() -> Option<PathBuf> {
     if p.is_dir() {
         Some(p)
     } else {
-        eprintln!("skipping: corpus not found at {}", p.display());
+        skip(format!("corpus not found at {}", p.display()));
         None
     }
 }

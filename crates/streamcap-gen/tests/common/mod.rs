@@ -7,6 +7,14 @@ use std::net::{IpAddr, SocketAddr};
 use streamcap_gen::etherparse::{NetSlice, SlicedPacket, TransportSlice};
 use streamcap_gen::{Direction, FlowTruth, Protocol};
 
+/// Says why a test does not run. Written straight to the process's stderr:
+/// the test harness captures `eprintln!` (shown only for failing tests), so
+/// a skipped test would otherwise pass without a word.
+pub fn skip(reason: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipping: {reason}");
+}
+
 /// One pcap record.
 pub struct Record {
     pub ts_sec: u32,

@@ -191,7 +191,7 @@ pub(crate) mod tests {
         match Libpcap::load() {
             Ok(l) => Some(l),
             Err(e) => {
-                eprintln!("skipping: libpcap not available ({e})");
+                crate::skip(format!("libpcap not available ({e})"));
                 None
             }
         }

@@ -186,7 +186,7 @@ mod tests {
         let mut f = match Filter::new("tcp dst port 80") {
             Ok(f) => f,
             Err(FilterError::Unavailable(e)) => {
-                eprintln!("skipping: {e}");
+                crate::skip(e);
                 return;
             }
             Err(e) => panic!("{e}"),

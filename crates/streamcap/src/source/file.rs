@@ -334,7 +334,7 @@ mod tests {
         let mut files = Vec::new();
         capture_files(&root, &mut files);
         if files.is_empty() {
-            eprintln!("corpus not found at {}: skipped", root.display());
+            crate::skip(format!("corpus not found at {}", root.display()));
             return;
         }
         files.sort();

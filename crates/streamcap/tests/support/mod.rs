@@ -9,6 +9,14 @@ use streamcap::deliver::{Chunk, DataReason, FlowEnd, Gap, Handler, Stream, Strea
 use streamcap::flow::Direction;
 use streamcap::{LinkType, RawPacket, Timestamp};
 
+/// Says why a test does not run. Written straight to the process's stderr:
+/// the test harness captures `eprintln!` (shown only for failing tests), so
+/// a skipped test would otherwise pass without a word.
+pub fn skip(reason: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipping: {reason}");
+}
+
 pub const SYN: u8 = 0x02;
 pub const ACK: u8 = 0x10;
 pub const FIN: u8 = 0x01;
