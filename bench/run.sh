@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --no-pgo) PGO=0 ;;
     --runs) RUNS="${2:?--runs needs a number}"; shift ;;
     --runs=*) RUNS="${1#--runs=}" ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
