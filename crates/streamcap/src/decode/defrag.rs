@@ -92,8 +92,8 @@ pub struct FragKey {
 impl std::hash::Hash for FragKey {
     /// Feeds the key to the (keyed) hasher as three words, consistent with
     /// the derived `Eq`: equal keys write equal words. Hashing each field as
-    /// derived (the address family, a length-prefixed byte array per address,
-    /// then each integer) took seven hasher calls per key, and a fragment
+    /// derived (each address's family and bytes, then each integer) took
+    /// seven hasher calls per key, and a fragment
     /// looks its datagram up several times: on a flood of fragments, 18 % of
     /// `flows`' instructions went to hashing keys.
     #[inline]
