@@ -93,9 +93,9 @@ impl std::hash::Hash for FragKey {
     /// Feeds the key to the (keyed) hasher as three words, consistent with
     /// the derived `Eq`: equal keys write equal words. Hashing each field as
     /// derived (each address's family and bytes, then each integer) took
-    /// seven hasher calls per key, and a fragment
-    /// looks its datagram up several times: on a flood of fragments, 18 % of
-    /// `flows`' instructions went to hashing keys.
+    /// seven hasher calls per key, and a fragment looks its datagram up
+    /// several times: on a flood of fragments, 18 % of `flows`' instructions
+    /// went to hashing keys.
     #[inline]
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
         let bits = |ip: IpAddr| match ip {
