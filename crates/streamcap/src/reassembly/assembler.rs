@@ -234,6 +234,59 @@ impl Assembler {
         self.segs.insert(start, Seg { end, what });
     }
 
+    /// Stores placeholder `what` over `[ns, ne)` when no stored range
+    /// overlaps it, merged with a neighbour of the same kind that it touches;
+    /// false (nothing changed) when something overlaps. The result is the
+    /// general path's (one gap filled, then `coalesce`), without its look-ups
+    /// and temporary lists: segments past the cutoff arriving out of order
+    /// take this path, and on a flood of them (3,000 shuffled segments per
+    /// connection) the general path cost about 3,300 instructions a packet.
+    fn place_apart(&mut self, ns: u64, ne: u64, what: Stored) -> bool {
+        let same = |s: &Seg| {
+            matches!(
+                (&s.what, &what),
+                (Stored::Dropped, Stored::Dropped)
+                    | (Stored::Discarded, Stored::Discarded)
+                    | (Stored::Missing, Stored::Missing)
+            )
+        };
+        let prev = self
+            .segs
+            .range(..ns)
+            .next_back()
+            .map(|(&k, s)| (k, s.end, same(s)));
+        if prev.is_some_and(|(_, end, _)| end > ns) {
+            return false;
+        }
+        let next = self
+            .segs
+            .range(ns..)
+            .next()
+            .map(|(&k, s)| (k, s.end, same(s)));
+        if next.is_some_and(|(k, _, _)| k < ne) {
+            return false;
+        }
+        self.tally(&what, ne - ns, true);
+        let mut end = ne;
+        if let Some((k, e, true)) = next {
+            if k == ne {
+                self.segs.remove(&k);
+                end = e;
+            }
+        }
+        match prev {
+            Some((k, pend, true)) if pend == ns => {
+                if let Some(p) = self.segs.get_mut(&k) {
+                    p.end = end;
+                }
+            }
+            _ => {
+                self.segs.insert(ns, Seg { end, what });
+            }
+        }
+        true
+    }
+
     fn hole_before(&self, start: u64, floor: u64) -> bool {
         start > floor
             && self
@@ -271,6 +324,17 @@ impl Assembler {
         };
         if let Incoming::Data(d) = incoming {
             debug_assert_eq!(d.len() as u64, ne - ns);
+        }
+        let placeholder = match incoming {
+            Incoming::Data(_) => None,
+            Incoming::Dropped => Some(Stored::Dropped),
+            Incoming::Discarded => Some(Stored::Discarded),
+            Incoming::Missing => Some(Stored::Missing),
+        };
+        if let Some(what) = placeholder {
+            if self.place_apart(ns, ne, what) {
+                return out;
+            }
         }
 
         // Resolve each overlapped stored range.
@@ -775,6 +839,62 @@ mod tests {
             ]
         );
         assert_eq!((a.discarded_bytes(), a.data_bytes()), (0, 0));
+    }
+
+    /// Placeholders of every kind, inserted in shuffled order into gaps and
+    /// over each other, against a byte-by-byte model of the kind rules (a
+    /// discarded byte replaces a missing one, nothing else replaces anything):
+    /// every byte ends up with the model's kind, the counters match, and
+    /// touching ranges of one kind are always merged.
+    #[test]
+    fn shuffled_placeholders_match_a_byte_model() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..200 {
+            let mut b = Budget::new(1 << 20);
+            let mut a = Assembler::new();
+            // 0 = nothing, 1 = missing, 2 = discarded, 3 = dropped.
+            let mut model = [0u8; 256];
+            for _ in 0..40 {
+                let start = next() % 240;
+                let end = (start + 1 + next() % 16).min(256);
+                let (incoming, kind) = match next() % 3 {
+                    0 => (Incoming::Missing, 1),
+                    1 => (Incoming::Discarded, 2),
+                    _ => (Incoming::Dropped, 3),
+                };
+                a.insert(start, end, incoming, OverlapPolicy::Bsd, 0, &mut b);
+                for m in &mut model[start as usize..end as usize] {
+                    if *m == 0 || (*m == 1 && kind == 2) {
+                        *m = kind;
+                    }
+                }
+            }
+            let discarded = model.iter().filter(|&&m| m == 2).count() as u64;
+            assert_eq!(a.discarded_bytes(), discarded);
+            let mut got = [0u8; 256];
+            let mut last: Option<(u64, u8)> = None;
+            while let Some((s, e, what)) = a.pop_front(u64::MAX) {
+                let kind = match what {
+                    Stored::Missing => 1,
+                    Stored::Discarded => 2,
+                    Stored::Dropped => 3,
+                    Stored::Data(_) => unreachable!("no data was inserted"),
+                };
+                assert!(
+                    last.is_none_or(|(le, lk)| le < s || lk != kind),
+                    "touching ranges of one kind left unmerged at {s}"
+                );
+                got[s as usize..e as usize].fill(kind);
+                last = Some((e, kind));
+            }
+            assert_eq!(got, model);
+        }
     }
 
     #[test]
