@@ -171,7 +171,9 @@ pub(crate) struct Outputs {
     out: SharedOutput,
     out_name: String,
     framing: FramingWriter,
-    dir: Option<(PathBuf, SharedOutput, FramingWriter)>,
+    /// With `-w DIR`: the directory and its `streams.jsonl` (JSON lines, so
+    /// no header or trailer to write).
+    dir: Option<(PathBuf, SharedOutput)>,
 }
 
 impl Outputs {
@@ -203,8 +205,7 @@ impl Outputs {
                     .map_err(|e| {
                         format!("cannot start the writer thread of {}: {e}", jl.display())
                     })?;
-                let w = FramingWriter::new(Box::new(BatchSink::new(shared.clone())), JSONL);
-                Some((d, shared, w))
+                Some((d, shared))
             }
             None => None,
         };
@@ -238,7 +239,7 @@ impl Outputs {
         let dir = self
             .dir
             .as_ref()
-            .map(|(d, shared, _)| (d.clone(), sink(shared, JSONL)));
+            .map(|(d, shared)| (d.clone(), sink(shared, JSONL)));
         CliHandler::new(
             sink(&self.out, self.format),
             self.out_name.clone(),
@@ -260,8 +261,8 @@ impl Outputs {
         if let Err(e) = self.framing.finish() {
             failure.set(self.out_name.clone(), e);
         }
-        if let Some((d, _, w)) = self.dir.as_mut() {
-            if let Err(e) = w.finish() {
+        if let Some((d, shared)) = &self.dir {
+            if let Err(e) = shared.flush() {
                 failure.set(d.join("streams.jsonl").display().to_string(), e);
             }
         }

@@ -194,8 +194,9 @@ impl SharedOutput {
         take_spare(&self.0.spares, capacity)
     }
 
-    /// Waits until everything queued before is written and flushed.
-    fn flush(&self) -> io::Result<()> {
+    /// Waits until everything queued before is written and flushed; fails
+    /// with the writer's first error, if it met one.
+    pub fn flush(&self) -> io::Result<()> {
         let (done, answer) = sync_channel(1);
         self.0.jobs.send(Job::Flush(done)).map_err(|_| gone())?;
         answer.recv().map_err(|_| gone())?
