@@ -425,16 +425,24 @@ impl<'a> Staging<'a> {
         self.num(d.pkts);
         self.put(b",\"bytes\":");
         self.num(d.bytes);
-        self.put(b",\"stream_bytes\":");
-        self.num(d.stream_bytes);
-        self.put(b",\"captured\":");
-        self.num(d.captured);
-        self.put(b",\"discarded\":");
-        self.num(d.discarded);
-        self.put(b",\"dropped\":");
-        self.num(d.dropped);
-        self.put(b",\"missing\":");
-        self.num(d.missing);
+        if d.stream_bytes | d.captured | d.discarded | d.dropped | d.missing == 0 {
+            // No payload (a SYN, a scan, an unanswered direction): the most
+            // common record under a flood, written in one copy.
+            self.put(
+                b",\"stream_bytes\":0,\"captured\":0,\"discarded\":0,\"dropped\":0,\"missing\":0",
+            );
+        } else {
+            self.put(b",\"stream_bytes\":");
+            self.num(d.stream_bytes);
+            self.put(b",\"captured\":");
+            self.num(d.captured);
+            self.put(b",\"discarded\":");
+            self.num(d.discarded);
+            self.put(b",\"dropped\":");
+            self.num(d.dropped);
+            self.put(b",\"missing\":");
+            self.num(d.missing);
+        }
         self.put(b",\"sha256\":");
         self.opt_str(d.sha256.as_deref());
         if let Some(file) = &d.file {
@@ -595,20 +603,37 @@ mod tests {
         let long = names[5].repeat(20);
         let names = [names[0], names[1], names[2], names[3], names[4], &long];
         for i in 0..2000u64 {
-            let dir = |n: &mut dyn FnMut() -> u64| DirRecord {
-                pkts: n() % 1000,
-                bytes: n(),
-                stream_bytes: n() >> (n() % 64),
-                captured: n() % 7,
-                discarded: 0,
-                dropped: n() % 100_000,
-                missing: u64::MAX,
-                sha256: (n() % 2 == 0).then(|| format!("{:064x}", n())),
-                file: match n() % 3 {
-                    0 => None,
-                    1 => Some(None),
-                    _ => Some(Some(names[(n() % 6) as usize].to_string())),
-                },
+            let dir = |n: &mut dyn FnMut() -> u64| {
+                let mut d = DirRecord {
+                    pkts: n() % 1000,
+                    bytes: n(),
+                    stream_bytes: n() >> (n() % 64),
+                    captured: n() % 7,
+                    discarded: 0,
+                    dropped: n() % 100_000,
+                    missing: u64::MAX,
+                    sha256: (n() % 2 == 0).then(|| format!("{:064x}", n())),
+                    file: match n() % 3 {
+                        0 => None,
+                        1 => Some(None),
+                        _ => Some(Some(names[(n() % 6) as usize].to_string())),
+                    },
+                };
+                if n() % 3 == 0 {
+                    // No payload (the writer's shortcut), or one counter set.
+                    let counters = [
+                        &mut d.stream_bytes,
+                        &mut d.captured,
+                        &mut d.discarded,
+                        &mut d.dropped,
+                        &mut d.missing,
+                    ];
+                    let set = (n() % 10) as usize;
+                    for (k, c) in counters.into_iter().enumerate() {
+                        *c = if k == set { 1 + n() % 9 } else { 0 };
+                    }
+                }
+                d
             };
             let v6 = next() % 2 == 0;
             let ip = |n: u64| -> IpAddr {

@@ -10,9 +10,13 @@
 //! their own records, since one thread formatting for all of them would
 //! become their bottleneck. Under a SYN flood, where every packet ends a
 //! connection and so makes a record, writing was a quarter of a worker's
-//! time and formatting about as much again. At most [`QUEUED_BATCHES`]
-//! batches wait, so a slow reader (a terminal, `| less`) slows the workers
-//! down instead of growing memory.
+//! time and formatting about as much again. When the writer thread falls
+//! behind (its queue is full), the worker formats the batch itself instead
+//! of waiting for room, so the two threads share the formatting: at the end
+//! of a SYN flood's input, where 200,000 connections end at once, this cut
+//! the writer's tail. At most [`QUEUED_BATCHES`] batches wait, so a slow
+//! reader (a terminal, `| less`) slows the workers down instead of growing
+//! memory.
 //!
 //! Guarantees: the records of different workers never interleave (a batch is
 //! a run of whole records of one worker); each worker's records keep their
@@ -23,7 +27,7 @@
 use crate::output::RecordFormat;
 use crate::record::FlowRecord;
 use std::io::{self, Write};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
@@ -86,6 +90,9 @@ fn take_spare<T>(spares: &Spares<T>, capacity: usize) -> Vec<T> {
 /// The writer thread's end: owns the real output.
 struct Writer {
     jobs: SyncSender<Job>,
+    /// How the thread formats record batches (for a worker that formats a
+    /// batch itself when the queue is full).
+    format: RecordFormat,
     error: FirstError,
     spares: Spares<u8>,
     record_spares: Spares<FlowRecord>,
@@ -167,6 +174,7 @@ impl SharedOutput {
             })?;
         Ok(SharedOutput(Arc::new(Writer {
             jobs,
+            format,
             error,
             spares,
             record_spares,
@@ -182,10 +190,24 @@ impl SharedOutput {
     }
 
     /// Queues `records` for formatting and writing; fails like
-    /// [`SharedOutput::write`].
+    /// [`SharedOutput::write`]. If the queue is full (the writer thread is
+    /// behind), formats them on the calling thread instead of waiting, and
+    /// queues the text: the records keep their place in the output.
     fn write_records(&self, records: Vec<FlowRecord>) -> io::Result<()> {
         stored(&self.0.error)?;
-        self.0.jobs.send(Job::Records(records)).map_err(|_| gone())
+        match self.0.jobs.try_send(Job::Records(records)) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(Job::Records(records))) => {
+                let mut text = self.empty_batch(BATCH + 4096);
+                for r in &records {
+                    self.0.format.append(r, &mut text);
+                }
+                give_back(&self.0.record_spares, records);
+                self.write(text)
+            }
+            // Not sent (only `Job::Records` is): the thread is gone.
+            Err(_) => Err(gone()),
+        }
     }
 
     /// An empty batch buffer of at least `capacity` bytes: a written one if
@@ -401,6 +423,49 @@ mod tests {
         let all: Vec<u8> = calls.iter().flatten().copied().collect();
         let all = String::from_utf8(all).expect("utf-8");
         assert!(all.contains(std::str::from_utf8(&one).expect("utf-8")));
+    }
+
+    /// When the writer thread is behind (its queue full), the worker formats
+    /// batches itself: the output is still every record in order, as the
+    /// format writes it.
+    #[test]
+    fn a_worker_formats_when_the_writer_is_behind() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let slow = Slow {
+            calls: Calls(calls.clone()),
+            stalls: 3,
+        };
+        let shared = SharedOutput::spawn("slow", Box::new(slow), JSON).expect("spawn");
+        let mut sink = RecordSink::unformatted(shared);
+        let n = RECORD_BATCH * (QUEUED_BATCHES * 3) + 11;
+        let mut expected = Vec::new();
+        for i in 0..n {
+            let r = FlowRecord::for_test(i as u16);
+            JSON.append(&r, &mut expected);
+            sink.push(r).expect("push");
+        }
+        sink.flush().expect("flush");
+        let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let all: Vec<u8> = calls.iter().flatten().copied().collect();
+        assert!(all == expected, "records out of order or altered");
+    }
+
+    /// A sink that stalls on its first `stalls` writes (a slow reader).
+    struct Slow {
+        calls: Calls,
+        stalls: usize,
+    }
+    impl Write for Slow {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            if self.stalls > 0 {
+                self.stalls -= 1;
+                std::thread::sleep(std::time::Duration::from_millis(30));
+            }
+            self.calls.write(b)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
     }
 
     /// A sink that remembers every write it got.
