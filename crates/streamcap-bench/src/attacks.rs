@@ -10,7 +10,12 @@
 //!   the file's pages count in its RSS as they are read, and fragments held
 //!   for reassembly are bounded by their own limit
 //!   (`DefragConfig::max_bytes`), not by the budget;
-//! * throughput (packets/s) ≥ 50 % of `normal`'s, in both modes;
+//! * throughput (packets/s) ≥ 50 % of `normal`'s, in both modes. Each
+//!   profile's runs alternate with runs of `normal` (normal, attack,
+//!   normal, attack, …), and its ratio is taken against the median of those
+//!   paired `normal` runs: on a shared machine whose speed drifts by tens of
+//!   percent within minutes, a baseline measured once at the start compared
+//!   the attack with the machine's state minutes earlier;
 //! * the byte accounting invariant (`stream bytes = captured + discarded +
 //!   dropped + missing`) in the summary.
 //!
@@ -215,6 +220,9 @@ pub struct ModeResult {
     pub max_rss_kib: Option<u64>,
     /// The last run's summary.
     pub summary: Summary,
+    /// Median packets per second of the `normal` runs that alternated with
+    /// these runs (the ratio's denominator); `None` for `normal` itself.
+    pub paired_normal_pps: Option<f64>,
 }
 
 /// One profile's row.
@@ -235,9 +243,9 @@ pub struct Row {
     pub streams: ModeResult,
     /// `streamcap flows`.
     pub flows: ModeResult,
-    /// streams pps / normal's.
+    /// streams pps / the paired normal runs' pps.
     pub streams_ratio: f64,
-    /// flows pps / normal's.
+    /// flows pps / the paired normal runs' pps.
     pub flows_ratio: f64,
     /// Bounds that failed (empty: pass).
     pub failures: Vec<String>,
@@ -274,16 +282,16 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Runs `streamcap MODE --memory M -r FILE` `runs` times (summary on;
-/// records to a scratch file).
-fn run_mode(
+/// Runs `streamcap MODE --memory M -r FILE` once (summary on; records to
+/// a scratch file).
+fn run_once(
     o: &Opts,
     mode: &str,
     file: &Path,
     tmp: &Path,
     gnu_time: Option<&Path>,
-    packets: u64,
-) -> Result<ModeResult, String> {
+    series: &mut Series,
+) -> Result<(), String> {
     let argv: Vec<String> = vec![
         o.streamcap.display().to_string(),
         mode.into(),
@@ -293,42 +301,79 @@ fn run_mode(
         file.display().to_string(),
     ];
     let (out, err, time) = (tmp.join("stdout"), tmp.join("stderr"), tmp.join("time"));
-    let mut walls = Vec::new();
-    let mut rss = None;
-    let mut summary = None;
-    for _ in 0..o.runs {
-        let _ = fs::remove_file(&time);
-        let mut cmd = timed_command(&argv, gnu_time, &time, &out, &err)?;
-        let start = Instant::now();
-        let status = cmd.status().map_err(|e| format!("{}: {e}", argv[0]))?;
-        walls.push(start.elapsed().as_secs_f64());
-        let mut text = String::new();
-        let _ = fs::File::open(&err).and_then(|mut f| f.read_to_string(&mut text));
-        if !status.success() {
-            let tail: Vec<&str> = text.lines().rev().take(3).collect();
-            return Err(format!(
-                "{} exited with {status}: {}",
-                argv.join(" "),
-                tail.join(" / ")
-            ));
-        }
-        summary = Some(
-            parse_summary(&text)
-                .ok_or_else(|| format!("{}: no summary on stderr", argv.join(" ")))?,
-        );
-        if let Some((_, _, _, m)) = fs::read_to_string(&time).ok().and_then(|t| parse_time(&t)) {
-            rss = Some(rss.map_or(m, |r: u64| r.max(m)));
+    let _ = fs::remove_file(&time);
+    let mut cmd = timed_command(&argv, gnu_time, &time, &out, &err)?;
+    let start = Instant::now();
+    let status = cmd.status().map_err(|e| format!("{}: {e}", argv[0]))?;
+    series.walls.push(start.elapsed().as_secs_f64());
+    let mut text = String::new();
+    let _ = fs::File::open(&err).and_then(|mut f| f.read_to_string(&mut text));
+    let _ = fs::remove_file(&out);
+    if !status.success() {
+        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        return Err(format!(
+            "{} exited with {status}: {}",
+            argv.join(" "),
+            tail.join(" / ")
+        ));
+    }
+    series.summary = Some(
+        parse_summary(&text).ok_or_else(|| format!("{}: no summary on stderr", argv.join(" ")))?,
+    );
+    if let Some((_, _, _, m)) = fs::read_to_string(&time).ok().and_then(|t| parse_time(&t)) {
+        series.rss = Some(series.rss.map_or(m, |r: u64| r.max(m)));
+    }
+    Ok(())
+}
+
+/// The runs of one mode on one file, as they accumulate.
+#[derive(Default)]
+struct Series {
+    walls: Vec<f64>,
+    rss: Option<u64>,
+    summary: Option<Summary>,
+}
+
+impl Series {
+    fn result(self, mode: &str, packets: u64, paired_normal_pps: Option<f64>) -> ModeResult {
+        let wall = median(self.walls);
+        ModeResult {
+            mode: mode.into(),
+            median_wall_s: wall,
+            pps: packets as f64 / wall,
+            max_rss_kib: self.rss,
+            summary: self.summary.unwrap_or_default(),
+            paired_normal_pps,
         }
     }
-    let _ = fs::remove_file(&out);
-    let wall = median(walls);
-    Ok(ModeResult {
-        mode: mode.into(),
-        median_wall_s: wall,
-        pps: packets as f64 / wall,
-        max_rss_kib: rss,
-        summary: summary.unwrap_or_default(),
-    })
+}
+
+/// A file to run: its path and packet count.
+struct Workload<'a> {
+    file: &'a Path,
+    packets: u64,
+}
+
+/// `runs` runs of `mode` on `w`; with a `baseline`, each run follows one of
+/// the baseline (normal, attack, normal, attack, …) and the result carries
+/// the baseline runs' median rate.
+fn measure(
+    o: &Opts,
+    mode: &str,
+    w: &Workload<'_>,
+    baseline: Option<&Workload<'_>>,
+    tmp: &Path,
+    gnu_time: Option<&Path>,
+) -> Result<ModeResult, String> {
+    let (mut own, mut paired) = (Series::default(), Series::default());
+    for _ in 0..o.runs {
+        if let Some(b) = baseline {
+            run_once(o, mode, b.file, tmp, gnu_time, &mut paired)?;
+        }
+        run_once(o, mode, w.file, tmp, gnu_time, &mut own)?;
+    }
+    let paired = baseline.map(|b| paired.result(mode, b.packets, None).pps);
+    Ok(own.result(mode, w.packets, paired))
 }
 
 fn scratch_dir(o: &Opts) -> PathBuf {
@@ -373,10 +418,21 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
     let f = fs::File::create(&empty).map_err(|e| format!("{}: {e}", empty.display()))?;
     PcapWriter::with_config(f, Campus::pcap_config())
         .map_err(|e| format!("{}: {e}", empty.display()))?;
-    let empty_run = run_mode(o, "streams", &empty, tmp, gnu_time.as_deref(), 0)?;
+    let empty_run = measure(
+        o,
+        "streams",
+        &Workload {
+            file: &empty,
+            packets: 0,
+        },
+        None,
+        tmp,
+        gnu_time.as_deref(),
+    )?;
     let _ = fs::remove_file(&empty);
 
-    // Normal first (the baseline), then the attacks.
+    // Normal first (the baseline, kept until the end: every attack's runs
+    // alternate with runs of it), then the attacks.
     let mut order = vec![Profile::Normal];
     order.extend(
         Profile::ALL
@@ -384,11 +440,19 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
             .copied()
             .filter(|p| *p != Profile::Normal),
     );
+    let normal_file = tmp.join(format!("{}.pcap", Profile::Normal.name()));
+    let mut normal_packets = 0;
     let mut measured = Vec::new();
+    let mut result = Ok(());
     for p in order {
         let file = tmp.join(format!("{}.pcap", p.name()));
-        let st = generate_file(p, o.packets, o.seed, &file)
-            .map_err(|e| format!("generating {}: {e}", file.display()))?;
+        let st = match generate_file(p, o.packets, o.seed, &file) {
+            Ok(st) => st,
+            Err(e) => {
+                result = Err(format!("generating {}: {e}", file.display()));
+                break;
+            }
+        };
         eprintln!(
             "streamcap-bench: {:<16} {} packets, {:.1} MB: {}",
             p.name(),
@@ -396,17 +460,40 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
             st.pcap_bytes as f64 / 1e6,
             p.description()
         );
+        let w = Workload {
+            file: &file,
+            packets: st.packets,
+        };
+        let baseline = if p == Profile::Normal {
+            normal_packets = st.packets;
+            None
+        } else {
+            Some(Workload {
+                file: &normal_file,
+                packets: normal_packets,
+            })
+        };
         let modes = ["streams", "flows"]
-            .map(|m| run_mode(o, m, &file, tmp, gnu_time.as_deref(), st.packets));
-        let _ = fs::remove_file(&file);
+            .map(|m| measure(o, m, &w, baseline.as_ref(), tmp, gnu_time.as_deref()));
+        if p != Profile::Normal {
+            let _ = fs::remove_file(&file);
+        }
         let [streams, flows] = modes;
-        let (streams, flows) = (streams?, flows?);
+        let (streams, flows) = match (streams, flows) {
+            (Ok(s), Ok(f)) => (s, f),
+            (Err(e), _) | (_, Err(e)) => {
+                result = Err(e);
+                break;
+            }
+        };
         eprintln!(
             "streamcap-bench:   streams {:.3} s, flows {:.3} s",
             streams.median_wall_s, flows.median_wall_s
         );
         measured.push((p, st.packets, st.pcap_bytes, streams, flows));
     }
+    let _ = fs::remove_file(&normal_file);
+    result?;
     let Some((_, _, normal_bytes, ns, nf)) = measured.first().cloned() else {
         return Err("no normal run".into());
     };
@@ -425,8 +512,10 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
         .into_iter()
         .map(|(p, packets, pcap_bytes, streams, flows)| {
             let rss_bound = o.memory + defrag_limit() + pcap_bytes + allowance;
-            let streams_ratio = streams.pps / ns.pps;
-            let flows_ratio = flows.pps / nf.pps;
+            // Against the normal runs paired with this profile's (normal's
+            // own row: 1).
+            let streams_ratio = streams.pps / streams.paired_normal_pps.unwrap_or(streams.pps);
+            let flows_ratio = flows.pps / flows.paired_normal_pps.unwrap_or(flows.pps);
             let mut failures = Vec::new();
             for m in [&streams, &flows] {
                 let s = &m.summary;
@@ -498,6 +587,12 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
 
 fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
     let rss = |k: Option<u64>| k.map_or("-".into(), |k| mib(k as f64 * 1024.0));
+    // "1041 k (0.66 of 1577 k)": the rate, and its ratio to the paired
+    // normal runs' rate.
+    let rate = |m: &ModeResult, ratio: f64| match m.paired_normal_pps {
+        Some(n) => format!("{:.0} k ({ratio:.2} of {:.0} k)", m.pps / 1e3, n / 1e3),
+        None => format!("{:.0} k ({ratio:.2})", m.pps / 1e3),
+    };
     println!(
         "\n### Attack profiles: {} packets each, --memory {} ({}), median of {} run(s)\n",
         o.packets,
@@ -506,7 +601,7 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
         o.runs
     );
     println!(
-        "| attack | packets | pcap | peak RSS streams / flows | RSS bound | budget | stream-data peak | streams pkt/s (× normal) | flows pkt/s (× normal) | delivered | discarded | dropped | missing | refusals | flows (evicted) | IP fragments (reassembled / dropped) | result |"
+        "| attack | packets | pcap | peak RSS streams / flows | RSS bound | budget | stream-data peak | streams pkt/s (× paired normal's) | flows pkt/s (× paired normal's) | delivered | discarded | dropped | missing | refusals | flows (evicted) | IP fragments (reassembled / dropped) | result |"
     );
     println!(
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
@@ -519,7 +614,7 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
             format!("**FAIL** ({})", r.failures.join("; "))
         };
         println!(
-            "| {} | {} | {} | {} / {} | {} | {} | {} | {:.0} k ({:.2}) | {:.0} k ({:.2}) | {} | {} | {} | {} | {} | {} ({}) | {} | {} |",
+            "| {} | {} | {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} |",
             r.profile,
             r.packets,
             mib(r.pcap_bytes as f64),
@@ -528,10 +623,8 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
             mib(r.rss_bound as f64),
             mib(o.memory as f64),
             mib(s.memory_peak),
-            r.streams.pps / 1e3,
-            r.streams_ratio,
-            r.flows.pps / 1e3,
-            r.flows_ratio,
+            rate(&r.streams, r.streams_ratio),
+            rate(&r.flows, r.flows_ratio),
             s.captured,
             s.discarded,
             s.dropped,
@@ -557,7 +650,9 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
          for reassembly have their own limit), the fixed allowance being the larger of the \
          empty run's RSS ({}) and normal's RSS minus its stream-data peak and pcap size \
          ({}), plus {} slack; \
-         throughput ≥ {:.0} % of normal's in the same mode; stream bytes = delivered + \
+         throughput ≥ {:.0} % of normal's in the same mode, normal being run alternately \
+         with each profile (normal, attack, normal, …) and the ratio taken against the \
+         median of those paired runs; stream bytes = delivered + \
          discarded + dropped + missing; IP fragments = reassembled + dropped; flows \
          created = flows ended; every packet read. \
          Byte columns and the stream-data peak are from `streamcap streams`.",
