@@ -393,22 +393,22 @@ impl Assembler {
             }
         }
 
-        // Fill the parts of [ns, ne) that no stored range covers.
-        let mut gaps: Vec<(u64, u64)> = Vec::new();
+        // Fill the parts of [ns, ne) that no stored range covers, left to
+        // right (one look-up per stored range or gap, no temporary list).
         let mut cursor = ns;
         if let Some((_, s)) = self.segs.range(..ns).next_back() {
             cursor = cursor.max(s.end.min(ne));
         }
-        for (&s, seg) in self.segs.range(ns..ne) {
-            if s > cursor {
-                gaps.push((cursor, s));
-            }
-            cursor = cursor.max(seg.end);
-        }
-        if cursor < ne {
-            gaps.push((cursor, ne));
-        }
-        for &(gs, ge) in &gaps {
+        while cursor < ne {
+            let (gs, ge) = match self.segs.range(cursor..ne).next() {
+                Some((&s, seg)) if s <= cursor => {
+                    cursor = seg.end;
+                    continue;
+                }
+                Some((&s, _)) => (cursor, s),
+                None => (cursor, ne),
+            };
+            cursor = ge;
             let what = match incoming {
                 Incoming::Data(d) => {
                     let piece = &d[(gs - ns) as usize..(ge - ns) as usize];
@@ -444,7 +444,28 @@ impl Assembler {
             .range(..from)
             .next_back()
             .map_or(from, |(&k, _)| k);
-        let keys: Vec<u64> = self.segs.range(start..=to).map(|(&k, _)| k).collect();
+        // The keys to visit: usually two or three (the range before, the new
+        // one, the one after), so they go in an array on the stack, and in a
+        // vector only when there are more.
+        let mut few = [0u64; 8];
+        let mut n = 0;
+        let mut many = Vec::new();
+        for (&k, _) in self.segs.range(start..=to) {
+            if n < few.len() {
+                few[n] = k;
+                n += 1;
+            } else {
+                if many.is_empty() {
+                    many.extend_from_slice(&few);
+                }
+                many.push(k);
+            }
+        }
+        let keys = if many.is_empty() {
+            &few[..n]
+        } else {
+            &many[..]
+        };
         let mut cur = match keys.first() {
             Some(&k) => k,
             None => return,
@@ -933,5 +954,46 @@ mod tests {
         assert_eq!(a.discarded_bytes(), 10);
         a.clear(&mut b);
         assert_eq!((b.used(), a.discarded_bytes()), (0, 0));
+    }
+
+    /// Merging visits every range it may join, however many: twenty
+    /// adjacent data ranges (kept apart by `bsd`) become one discarded
+    /// placeholder when the cutoff moves before them (more ranges than the
+    /// merge's list on the stack holds), and twenty adjacent placeholders
+    /// inserted in reverse order end as one range too.
+    #[test]
+    fn merging_joins_runs_longer_than_its_stack_list() {
+        let mut b = Budget::new(1 << 20);
+        let mut a = Assembler::new();
+        for i in 0..20u64 {
+            let bytes = [i as u8; 10];
+            let start = 100 + 10 * i;
+            a.insert(
+                start,
+                start + 10,
+                Incoming::Data(&bytes),
+                OverlapPolicy::Bsd,
+                0,
+                &mut b,
+            );
+        }
+        assert_eq!(a.segments(), 20, "bsd keeps segment boundaries");
+        a.discard_from(100, &mut b);
+        assert_eq!(a.ranges(), vec![(100, 300, false)]);
+        assert_eq!((b.used(), a.discarded_bytes()), (0, 200));
+
+        let mut a = Assembler::new();
+        for i in (0..20u64).rev() {
+            let start = 10 * i;
+            a.insert(
+                start,
+                start + 10,
+                Incoming::Missing,
+                OverlapPolicy::Bsd,
+                0,
+                &mut b,
+            );
+        }
+        assert_eq!(a.ranges(), vec![(0, 200, false)]);
     }
 }
