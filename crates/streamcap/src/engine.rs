@@ -345,6 +345,19 @@ impl Ext {
         prefetch_index(from_ref(&self.buf), 0);
     }
 
+    /// Asks the CPU to prefetch the two cache lines at the end of the chunk
+    /// buffer, where the stream's next bytes go (a packet's payload may
+    /// straddle two lines). A hint only; reads the buffer's descriptor.
+    #[inline]
+    fn warm_buffer_end(&self) {
+        use prefetch_index::prefetch_index;
+        if let Some(b) = &self.buf {
+            let end = b.data.len();
+            prefetch_index(&b.data, end);
+            prefetch_index(&b.data, end + 63);
+        }
+    }
+
     fn fresh_len(&self) -> usize {
         self.buf.as_ref().map_or(0, |b| b.fresh_len())
     }
@@ -1063,12 +1076,20 @@ pub struct Worker<H: Handler> {
     /// The share of the input this worker owns, when several workers read
     /// the same input (file runs); `None` processes everything.
     shard: Option<Shard>,
+    /// Some stream may start with a cutoff above 0 (by default or by a
+    /// cutoff class), so payload may be copied into chunk buffers: worth
+    /// prefetching their ends in [`Worker::process_batch`].
+    copies_payload: bool,
 }
 
 impl<H: Handler> Worker<H> {
     /// A worker with configuration `cfg` delivering to `handler`.
     pub fn new(cfg: Config, handler: H) -> Self {
+        let copies_payload = cfg.cutoff_for(Direction::Orig) > 0
+            || cfg.cutoff_for(Direction::Resp) > 0
+            || cfg.cutoff_classes.iter().any(|c| c.cutoff() > 0);
         Worker {
+            copies_payload,
             budget: Budget::new(cfg.memory_size),
             defrag: Defragmenter::new(cfg.defrag.clone()),
             defaults: [
@@ -1281,6 +1302,15 @@ impl<H: Handler> Worker<H> {
             }
             for e in exts.iter().flatten().flatten() {
                 e.warm();
+            }
+            if self.copies_payload {
+                // Then where each packet's payload will be copied: the end of
+                // its stream's chunk buffer, last written thousands of packets
+                // ago when many streams interleave (a read of the line just
+                // warmed, then a hint).
+                for e in exts.iter().flatten().flatten() {
+                    e.warm_buffer_end();
+                }
             }
             for (p, prep) in group.iter().zip(&prepared) {
                 match prep {
