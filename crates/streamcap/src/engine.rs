@@ -379,6 +379,20 @@ struct Conn<S> {
 }
 
 impl<S> Conn<S> {
+    /// Asks the CPU to prefetch the connection's cache lines that a packet
+    /// writes besides the ones a look-up reads: both directions' counters
+    /// and times, and the connection's own fields after them (the record
+    /// spans four or five lines, at no fixed alignment). A hint only.
+    #[inline]
+    fn warm(&self) {
+        use prefetch_index::prefetch_index;
+        use std::slice::from_ref;
+        prefetch_index(from_ref(&self.dirs[0].end), 0);
+        prefetch_index(from_ref(&self.dirs[1].end), 0);
+        prefetch_index(from_ref(&self.dirs[1].user), 0);
+        prefetch_index(from_ref(&self.history), 0);
+    }
+
     /// Time of the connection's first packet.
     fn first(&self) -> Timestamp {
         self.dirs[self.first_side.index()].start
@@ -1297,6 +1311,7 @@ impl<H: Handler> Worker<H> {
                     // The key's line: processing compares it when it looks
                     // the flow up for real.
                     std::hint::black_box(k.proto());
+                    c.warm();
                     *e = [c.dirs[0].ext.as_deref(), c.dirs[1].ext.as_deref()];
                 }
             }
