@@ -1509,7 +1509,7 @@ impl<H: Handler> Worker<H> {
         let idx = self
             .table
             .insert_hashed(key, flow.hash, kind.list(), self.now, conn);
-        self.touch(idx, kind.list());
+        self.note_deadline(kind.list());
         self.stats.max_flows = self.stats.max_flows.max(self.table.len() as u64);
         idx
     }
@@ -1864,10 +1864,17 @@ impl<H: Handler> Worker<H> {
         self.defrag.expire(now);
     }
 
-    /// Moves a flow to the tail of `list`, keeping `next_check` a lower bound
-    /// of every list head's deadline.
+    /// Marks a flow active now and as belonging to `list`, keeping
+    /// `next_check` a lower bound of every queue's next deadline.
+    #[inline]
     fn touch(&mut self, idx: u32, list: ListId) {
-        self.table.touch(idx, list, self.now);
+        if self.table.touch(idx, list, self.now) {
+            self.note_deadline(list);
+        }
+    }
+
+    /// Lowers `next_check` to the deadline of a flow of `list` queued now.
+    fn note_deadline(&mut self, list: ListId) {
         let timeout = match list {
             ListId::Tcp => self.cfg.tcp_timeout,
             ListId::Udp => self.cfg.udp_timeout,

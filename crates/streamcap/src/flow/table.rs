@@ -1,10 +1,21 @@
 //! The flow table: a keyed hash index into a slab of entries, with one
-//! least-recently-used list per timeout class.
+//! expiry queue per timeout class.
 //!
-//! Every entry sits on exactly one list; touching an entry moves it to the
-//! list's tail in O(1). Because all entries of a list share one timeout and
-//! time (packet time) only moves forward, the head of each list is the next to
-//! expire, so expiry costs O(1) amortized per packet.
+//! Every entry belongs to exactly one class ([`ListId`]); all entries of a
+//! class share one timeout, so the next to expire is the one least recently
+//! active. Each class keeps a min-heap of (time, slot) pairs, and each slot
+//! its true last-activity time. Marking an entry active (once per packet)
+//! only writes that time: the heap entry is left behind and repositioned
+//! lazily, when it reaches the top of its heap and its time turns out to be
+//! stale. So the per-packet cost is one store, and the heaps' order work is
+//! paid at most once per entry and timeout period (an entry active all the
+//! time is repositioned when its stale time would have expired). Moving to
+//! another class (a connection that closes) or removal makes the entry's old
+//! heap pair dead (a per-slot generation number no longer matches it); dead
+//! pairs are dropped when they surface, and all heaps are compacted when dead
+//! pairs outnumber the live ones, so the queues never hold more than about
+//! two pairs per flow. [`oldest`](FlowTable::oldest) is exact: it returns the
+//! entry with the smallest last-activity time (ties: the lower slot).
 //!
 //! Layout, for the per-packet path: the hash index holds only 8-byte
 //! [`Indexed`] pairs (slot number and 32-bit hash, in hashbrown's
@@ -12,9 +23,9 @@
 //! the packet needs next anyway, so a lookup touches the index (small enough
 //! to stay in cache) and then the one entry. Because the index keeps each
 //! flow's hash, growing it never reads the slab: under a flood of new flows
-//! (one per packet) that saves a cache miss per flow and growth step. The list
-//! links live in their own dense array, so moving an entry to a list's tail
-//! does not pull its neighbours' (large) entries into the cache. The hasher
+//! (one per packet) that saves a cache miss per flow and growth step. The
+//! last-activity times live in their own dense array (16 bytes per slot),
+//! next to the generation numbers that outlive a slot's occupant. The hasher
 //! is `hashbrown`'s default, seeded randomly when the table is created, so an
 //! attacker cannot predict collisions (hash flooding).
 
@@ -22,9 +33,11 @@ use super::FlowKey;
 use crate::time::Timestamp;
 use hashbrown::{DefaultHashBuilder, HashTable};
 use slab::Slab;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::hash::BuildHasher;
 
-/// Which expiry list an entry is on.
+/// Which expiry class (timeout) an entry belongs to.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ListId {
     /// Open TCP connections.
@@ -54,7 +67,6 @@ struct Indexed {
 fn spread(hash: u32) -> u64 {
     u64::from(hash) * 0x1_0000_0001
 }
-const NIL: u32 = u32::MAX;
 
 /// A key's hash in one table ([`FlowTable::hash_of`]); meaningless in another
 /// (each table's hasher is seeded differently).
@@ -66,27 +78,38 @@ struct Entry<T> {
     value: T,
 }
 
-/// An entry's place on its list, kept apart from the entry itself (16
-/// bytes: which list it is on is not stored, an entry at a list's end is
-/// found among the four lists' heads and tails).
+/// A slot's expiry state, kept apart from the entry itself (16 bytes, and it
+/// outlives the slot's occupant: the generation number must, so that a heap
+/// pair of a removed flow never matches the next flow in the slot).
 #[derive(Copy, Clone)]
 struct Link {
-    prev: u32,
-    next: u32,
+    /// The occupant's last activity.
     last_seen: Timestamp,
+    /// Bumped on removal and on every class change: only the heap pair
+    /// queued with the current number is live.
+    gen: u32,
+    /// The occupant's class (a [`ListId`] as `u8`).
+    list: u8,
 }
 
 const UNLINKED: Link = Link {
-    prev: NIL,
-    next: NIL,
     last_seen: Timestamp::ZERO,
+    gen: 0,
+    list: 0,
 };
 
-#[derive(Copy, Clone)]
-struct List {
-    head: u32,
-    tail: u32,
+/// A heap pair: a slot queued at a time no later than its last activity.
+/// Ordered by time, then slot (the derive's field order).
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Due {
+    at: Timestamp,
+    slot: u32,
+    gen: u32,
 }
+
+/// Heap pairs beyond twice the flow count (plus this slack) trigger a
+/// compaction of every queue.
+const COMPACT_SLACK: usize = 1024;
 
 /// A table of flows keyed by [`FlowKey`], holding a value `T` per flow.
 pub struct FlowTable<T> {
@@ -94,7 +117,7 @@ pub struct FlowTable<T> {
     hasher: DefaultHashBuilder,
     slab: Slab<Entry<T>>,
     links: Vec<Link>,
-    lists: [List; LISTS],
+    queues: [BinaryHeap<Reverse<Due>>; LISTS],
 }
 
 impl<T> Default for FlowTable<T> {
@@ -111,10 +134,7 @@ impl<T> FlowTable<T> {
             hasher: DefaultHashBuilder::default(),
             slab: Slab::new(),
             links: Vec::new(),
-            lists: [List {
-                head: NIL,
-                tail: NIL,
-            }; LISTS],
+            queues: Default::default(),
         }
     }
 
@@ -198,18 +218,23 @@ impl<T> FlowTable<T> {
         if i >= self.links.len() {
             self.links.resize(i + 1, UNLINKED);
         }
+        let gen = self.links[i].gen;
         self.links[i] = Link {
             last_seen: now,
-            ..UNLINKED
+            gen,
+            list: list as u8,
         };
-        self.link_tail(idx, list);
+        self.enqueue(idx, list);
         idx
     }
 
     /// Removes a flow, returning its key and value.
     pub fn remove(&mut self, idx: u32) -> Option<(FlowKey, T)> {
         let key = self.slab.get(idx as usize)?.key;
-        self.unlink(idx);
+        if let Some(link) = self.links.get_mut(idx as usize) {
+            // Its heap pair is dead from now on.
+            link.gen = link.gen.wrapping_add(1);
+        }
         // After `release_index` the index is empty: no probe to pay.
         if !self.index.is_empty() {
             let hash = self.hash(&key);
@@ -221,23 +246,27 @@ impl<T> FlowTable<T> {
         Some((e.key, e.value))
     }
 
-    /// Marks a flow as active at `now` and moves it to the tail of `list`.
+    /// Marks a flow as active at `now` (a time before its last activity
+    /// changes nothing) and as belonging to `list`. Returns whether the flow
+    /// changed class, i.e. whether `list`'s next expiry may now be earlier.
     #[inline]
-    pub fn touch(&mut self, idx: u32, list: ListId, now: Timestamp) {
+    pub fn touch(&mut self, idx: u32, list: ListId, now: Timestamp) -> bool {
         if !self.slab.contains(idx as usize) {
-            return;
+            return false;
         }
         let Some(link) = self.links.get_mut(idx as usize) else {
-            return;
+            return false;
         };
         if link.last_seen < now {
             link.last_seen = now;
         }
-        if self.lists[list as usize].tail == idx {
-            return; // already last: nothing moves
+        if link.list == list as u8 {
+            return false;
         }
-        self.unlink(idx);
-        self.link_tail(idx, list);
+        link.list = list as u8;
+        link.gen = link.gen.wrapping_add(1);
+        self.enqueue(idx, list);
+        true
     }
 
     /// The value of a flow.
@@ -274,22 +303,39 @@ impl<T> FlowTable<T> {
         self.links.get(idx as usize).map(|l| l.last_seen)
     }
 
-    /// The least recently active flow of `list` with its last-activity time.
-    pub fn oldest(&self, list: ListId) -> Option<(u32, Timestamp)> {
-        let h = self.lists[list as usize].head;
-        (h != NIL).then(|| (h, self.links[h as usize].last_seen))
+    /// The least recently active flow of `list` with its last-activity time
+    /// (ties: the lower slot). Drops dead heap pairs and repositions stale
+    /// ones on the way, hence `&mut`.
+    pub fn oldest(&mut self, list: ListId) -> Option<(u32, Timestamp)> {
+        let queue = &mut self.queues[list as usize];
+        loop {
+            let mut top = queue.peek_mut()?;
+            let Reverse(due) = *top;
+            let link = self.links.get(due.slot as usize).copied();
+            match link {
+                Some(l) if l.gen == due.gen && l.last_seen == due.at => {
+                    return Some((due.slot, due.at));
+                }
+                // Active since it was queued: queue it at its true time
+                // (later, so it sinks) and look again.
+                Some(l) if l.gen == due.gen => top.0.at = l.last_seen,
+                _ => {
+                    std::collections::binary_heap::PeekMut::pop(top);
+                }
+            }
+        }
     }
 
     /// The least recently active flow over all lists (eviction candidate),
     /// preferring flows that have already closed.
-    pub fn eviction_candidate(&self) -> Option<u32> {
+    pub fn eviction_candidate(&mut self) -> Option<u32> {
         if let Some((i, _)) = self.oldest(ListId::Closing) {
             return Some(i);
         }
         [ListId::Tcp, ListId::Udp, ListId::Other]
             .into_iter()
             .filter_map(|l| self.oldest(l))
-            .min_by_key(|&(_, t)| t)
+            .min_by_key(|&(i, t)| (t, i))
             .map(|(i, _)| i)
     }
 
@@ -308,7 +354,7 @@ impl<T> FlowTable<T> {
     }
 
     /// Frees the key index ahead of removing every flow: [`find`](Self::find)
-    /// finds nothing afterwards, while [`remove`](Self::remove), the lists and
+    /// finds nothing afterwards, while [`remove`](Self::remove), the queues and
     /// slot access keep working, and removal no longer costs a hash probe
     /// (a cache miss per flow in a large table). Flows inserted afterwards
     /// are indexed again; those present before stay unfindable by key.
@@ -316,34 +362,35 @@ impl<T> FlowTable<T> {
         self.index = HashTable::new();
     }
 
-    fn link_tail(&mut self, idx: u32, list: ListId) {
-        let l = &mut self.lists[list as usize];
-        let old_tail = l.tail;
-        l.tail = idx;
-        if old_tail == NIL {
-            l.head = idx;
-        } else {
-            self.links[old_tail as usize].next = idx;
+    /// Queues `idx` on `list` with its current generation and last
+    /// activity, compacting every queue first when dead pairs pile up.
+    fn enqueue(&mut self, idx: u32, list: ListId) {
+        let queued: usize = self.queues.iter().map(BinaryHeap::len).sum();
+        if queued >= 2 * self.slab.len() + COMPACT_SLACK {
+            self.compact();
         }
-        let e = &mut self.links[idx as usize];
-        e.prev = old_tail;
-        e.next = NIL;
+        let link = self.links[idx as usize];
+        self.queues[list as usize].push(Reverse(Due {
+            at: link.last_seen,
+            slot: idx,
+            gen: link.gen,
+        }));
     }
 
-    fn unlink(&mut self, idx: u32) {
-        let Some(e) = self.links.get(idx as usize) else {
-            return;
-        };
-        let (prev, next) = (e.prev, e.next);
-        if prev != NIL {
-            self.links[prev as usize].next = next;
-        } else if let Some(l) = self.lists.iter_mut().find(|l| l.head == idx) {
-            l.head = next;
-        }
-        if next != NIL {
-            self.links[next as usize].prev = prev;
-        } else if let Some(l) = self.lists.iter_mut().find(|l| l.tail == idx) {
-            l.tail = prev;
+    /// Drops every dead heap pair and brings every live one's time up to
+    /// date (O(pairs)).
+    fn compact(&mut self) {
+        let links = &self.links;
+        for queue in &mut self.queues {
+            let mut pairs = std::mem::take(queue).into_vec();
+            pairs.retain_mut(|Reverse(due)| match links.get(due.slot as usize) {
+                Some(l) if l.gen == due.gen => {
+                    due.at = l.last_seen;
+                    true
+                }
+                _ => false,
+            });
+            *queue = BinaryHeap::from(pairs);
         }
     }
 }
@@ -432,7 +479,9 @@ mod tests {
                     assert_eq!(t.remove(slot).map(|(_, v)| v), Some(p));
                     model.remove(&p);
                 }
-                Some(slot) => t.touch(slot, ListId::Udp, Timestamp(u64::from(step))),
+                Some(slot) => {
+                    t.touch(slot, ListId::Udp, Timestamp(u64::from(step)));
+                }
                 None => {
                     let slot = t.insert(key(p), ListId::Tcp, Timestamp(u64::from(step)), p);
                     model.insert(p, slot);
@@ -456,6 +505,89 @@ mod tests {
             }
         }
         assert_eq!(seen, model.len());
+        assert!(t.is_empty());
+    }
+
+    /// The lazy queues against a plain model: under random inserts, touches
+    /// (some changing class), removals and expiry, `oldest` is always the
+    /// flow of the class with the smallest last activity (ties: lower slot),
+    /// and the queues never hold much more than two pairs per flow (at the peak
+    /// flow count).
+    #[test]
+    fn lazy_queues_match_a_model() {
+        use std::collections::HashMap;
+        const CLASSES: [ListId; 4] = [ListId::Tcp, ListId::Udp, ListId::Other, ListId::Closing];
+        let mut t = FlowTable::new();
+        // port -> (slot, class, last_seen)
+        let mut model: HashMap<u16, (u32, ListId, u64)> = HashMap::new();
+        let mut x = 0x9e37_79b9u32;
+        let mut now = 0u64;
+        let mut peak = 0;
+        for step in 0..60_000u32 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            now += u64::from(x % 3); // repeated times exercise the tie order
+            let p = (x % 2000) as u16;
+            let class = CLASSES[(x >> 20) as usize % 4];
+            match model.get(&p).copied() {
+                Some((slot, _, _)) if x % 5 == 0 => {
+                    assert_eq!(t.remove(slot).map(|(_, v)| v), Some(p));
+                    model.remove(&p);
+                }
+                Some((slot, old, _)) => {
+                    // Mostly the same class, sometimes another one.
+                    let list = if x % 7 == 0 { class } else { old };
+                    assert_eq!(t.touch(slot, list, Timestamp(now)), list != old);
+                    model.insert(p, (slot, list, now));
+                }
+                None => {
+                    let slot = t.insert(key(p), class, Timestamp(now), p);
+                    model.insert(p, (slot, class, now));
+                }
+            }
+            if step % 97 == 0 {
+                // Expire the oldest few of one class, as the engine does;
+                // never TCP's (a long timeout) until the end, so that its
+                // dead pairs pile up and only compaction clears them.
+                let list = CLASSES[1 + step as usize % 3];
+                for _ in 0..3 {
+                    let want = model
+                        .values()
+                        .filter(|m| m.1 == list)
+                        .map(|m| (m.2, m.0))
+                        .min();
+                    let got = t.oldest(list).map(|(slot, ts)| (ts.0, slot));
+                    assert_eq!(got, want, "step {step}");
+                    let Some((_, slot)) = got else { break };
+                    let (_, v) = t.remove(slot).expect("oldest is present");
+                    model.remove(&v);
+                }
+            }
+            // Removals leave pairs behind until the next insertion or
+            // class change compacts: the bound holds against the peak.
+            peak = peak.max(t.len());
+            let queued: usize = t.queues.iter().map(BinaryHeap::len).sum();
+            assert!(
+                queued <= 2 * peak + COMPACT_SLACK + 1,
+                "step {step}: {queued} pairs"
+            );
+        }
+        assert_eq!(t.len(), model.len());
+        for list in CLASSES {
+            let mut want: Vec<(u64, u32)> = model
+                .values()
+                .filter(|m| m.1 == list)
+                .map(|m| (m.2, m.0))
+                .collect();
+            want.sort_unstable();
+            let mut got = Vec::new();
+            while let Some((slot, ts)) = t.oldest(list) {
+                got.push((ts.0, slot));
+                t.remove(slot);
+            }
+            assert_eq!(got, want);
+        }
         assert!(t.is_empty());
     }
 }
