@@ -1307,6 +1307,10 @@ impl<H: Handler> Worker<H> {
             }
             let mut exts = [[None; 2]; WARM_GROUP];
             for (e, idx) in exts.iter_mut().zip(found) {
+                if let Some(i) = idx {
+                    // Where the flow's last activity goes (its own array).
+                    self.table.warm_expiry(i);
+                }
                 if let Some((k, c)) = idx.and_then(|i| self.table.entry(i)) {
                     // The key's line: processing compares it when it looks
                     // the flow up for real.

@@ -269,6 +269,15 @@ impl<T> FlowTable<T> {
         true
     }
 
+    /// Asks the CPU to prefetch the expiry state that [`touch`](Self::touch)
+    /// will read and write for slot `idx` (a hint only: any slot number is
+    /// accepted). It lives apart from the entry, so warming the entry does
+    /// not warm it.
+    #[inline]
+    pub fn warm_expiry(&self, idx: u32) {
+        prefetch_index::prefetch_index(&self.links, idx as usize);
+    }
+
     /// The value of a flow.
     #[inline]
     pub fn get(&self, idx: u32) -> Option<&T> {
