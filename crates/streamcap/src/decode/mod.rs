@@ -414,6 +414,39 @@ mod tests {
         }
     }
 
+    /// Asserts that a hand-written IP path and the etherparse path agree on
+    /// frame `f`, field by field (or both fail); returns whether both decoded.
+    fn agree_with_etherparse(
+        fast: Result<NetPacket<'_>, DecodeError>,
+        reference: Result<NetPacket<'_>, DecodeError>,
+        f: &[u8],
+    ) -> bool {
+        let fields = |p: &NetPacket<'_>| {
+            (
+                p.src,
+                p.dst,
+                p.proto,
+                p.ip_len,
+                p.fragment,
+                p.payload.to_vec(),
+                p.payload_wire_len,
+                p.truncated,
+            )
+        };
+        match (fast, reference) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(fields(&a), fields(&b), "frame {f:02x?}");
+                true
+            }
+            (Err(_), Err(_)) => false,
+            (a, b) => panic!(
+                "fast {:?} vs etherparse {:?} on {f:02x?}",
+                a.map(|p| p.ip_len),
+                b.map(|p| p.ip_len)
+            ),
+        }
+    }
+
     /// The hand-written IPv6 path returns exactly what etherparse's does, on
     /// TCP, UDP and ICMPv6 packets, zero and oversized payload lengths, cut
     /// packets and random bytes (an extension header or another protocol
@@ -476,39 +509,8 @@ mod tests {
             }
             let fast = decode_ipv6(l, ip);
             let reference = decode_ip_etherparse(l, ip);
-            match (fast, reference) {
-                (Ok(a), Ok(b)) => {
-                    fast_ok += 1;
-                    assert_eq!(
-                        (
-                            a.src,
-                            a.dst,
-                            a.proto,
-                            a.ip_len,
-                            a.fragment,
-                            a.payload,
-                            a.payload_wire_len,
-                            a.truncated
-                        ),
-                        (
-                            b.src,
-                            b.dst,
-                            b.proto,
-                            b.ip_len,
-                            b.fragment,
-                            b.payload,
-                            b.payload_wire_len,
-                            b.truncated
-                        ),
-                        "frame {f:02x?}"
-                    );
-                }
-                (Err(_), Err(_)) => {}
-                (a, b) => panic!(
-                    "fast {:?} vs etherparse {:?} on {f:02x?}",
-                    a.map(|p| p.ip_len),
-                    b.map(|p| p.ip_len)
-                ),
+            if agree_with_etherparse(fast, reference, f) {
+                fast_ok += 1;
             }
         }
         assert!(fast_ok > 10_000, "only {fast_ok} frames decoded");
@@ -558,39 +560,7 @@ mod tests {
             }
             let fast = decode_ipv4(l, ip);
             let reference = decode_ip_etherparse(l, ip);
-            match (fast, reference) {
-                (Ok(a), Ok(b)) => {
-                    assert_eq!(
-                        (
-                            a.src,
-                            a.dst,
-                            a.proto,
-                            a.ip_len,
-                            a.fragment,
-                            a.payload,
-                            a.payload_wire_len,
-                            a.truncated
-                        ),
-                        (
-                            b.src,
-                            b.dst,
-                            b.proto,
-                            b.ip_len,
-                            b.fragment,
-                            b.payload,
-                            b.payload_wire_len,
-                            b.truncated
-                        ),
-                        "frame {f:02x?}"
-                    );
-                }
-                (Err(_), Err(_)) => {}
-                (a, b) => panic!(
-                    "fast {:?} vs etherparse {:?} on {f:02x?}",
-                    a.map(|p| p.ip_len),
-                    b.map(|p| p.ip_len)
-                ),
-            }
+            agree_with_etherparse(fast, reference, f);
         }
     }
 
