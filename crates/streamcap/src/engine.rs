@@ -11,8 +11,8 @@ use crate::config::{Config, ReassemblyMode};
 use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
 use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
-    Budget, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Gap, Handler, PacketRecord, Stream,
-    StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
+    Budget, BufferPool, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Gap, Handler,
+    PacketRecord, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
 };
 use crate::dispatch::fanout::Shard;
 use crate::flow::{Direction, FlowHash, FlowKey, FlowTable, ListId, Side};
@@ -458,9 +458,6 @@ fn fast_path_enabled() -> bool {
 /// packet-by-packet processing, 16 about half of it.
 const WARM_GROUP: usize = 8;
 
-/// First allocation of a stream's chunk buffer, bytes.
-const MIN_CHUNK_ALLOC: usize = 512;
-
 type FlushQueue = BinaryHeap<Reverse<(u64, u32, u64, u8)>>;
 
 /// What a stream's bytes go through: the context of one direction while the
@@ -475,6 +472,8 @@ struct Cx<'a, H: Handler> {
     /// The worker's stream parameters, by direction.
     defaults: &'a [StreamParams; 2],
     budget: &'a mut Budget,
+    /// The worker's spare chunk-buffer vectors.
+    pool: &'a mut BufferPool,
     flush: &'a mut FlushQueue,
     slot: u32,
     now: Timestamp,
@@ -587,13 +586,10 @@ impl<H: Handler> Cx<'_, H> {
             }
             let flush_timeout = e.params.flush_timeout;
             let buf = e.buf_mut();
-            if buf.data.capacity() == 0 {
-                // Most streams are short: start small and let the vector
-                // grow geometrically up to the chunk size, so idle or short
-                // streams do not each pin a whole chunk of memory.
-                buf.data
-                    .reserve_exact(cs.min(take.next_power_of_two().max(MIN_CHUNK_ALLOC)));
-            }
+            // Most streams are short: the vector starts small and doubles up
+            // to the chunk size, so idle or short streams do not each pin a
+            // whole chunk of memory; the pool spares the allocator.
+            self.pool.reserve(&mut buf.data, take, cs);
             if buf.fresh_len() == 0 {
                 buf.pending_since = Some(now);
                 if let Some(ft) = flush_timeout {
@@ -1016,7 +1012,7 @@ impl<H: Handler> Cx<'_, H> {
         }
         self.deliver(DataReason::Termination);
         if let Some(b) = self.me.ext.as_deref_mut().and_then(|e| e.buf.as_mut()) {
-            b.release_memory(self.budget);
+            b.release_memory(self.budget, self.pool);
         }
     }
 
@@ -1050,6 +1046,7 @@ macro_rules! cx {
             conn_id: $id,
             defaults: &$w.defaults,
             budget: &mut $w.budget,
+            pool: &mut $w.pool,
             flush: &mut $w.flush,
             slot: $slot,
             now: $now,
@@ -1076,6 +1073,8 @@ pub struct Worker<H: Handler> {
     handler: H,
     table: FlowTable<Conn<H::State>>,
     budget: Budget,
+    /// Spare chunk-buffer vectors, reused across streams.
+    pool: BufferPool,
     defrag: Defragmenter,
     flush: FlushQueue,
     now: Timestamp,
@@ -1105,6 +1104,7 @@ impl<H: Handler> Worker<H> {
         Worker {
             copies_payload,
             budget: Budget::new(cfg.memory_size),
+            pool: BufferPool::default(),
             defrag: Defragmenter::new(cfg.defrag.clone()),
             defaults: [
                 params_for(&cfg, Direction::Orig),
@@ -1947,7 +1947,7 @@ impl<H: Handler> Worker<H> {
             }
             if let Some(e) = me.ext.as_deref_mut() {
                 if let Some(b) = e.buf.as_mut() {
-                    b.clear(&mut self.budget);
+                    b.clear(&mut self.budget, &mut self.pool);
                 }
                 if let Some(a) = e.ooo.as_mut() {
                     a.clear(&mut self.budget);

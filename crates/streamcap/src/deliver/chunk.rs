@@ -1,7 +1,7 @@
 //! Chunks: contiguous pieces of a stream handed to the data callback, and the
 //! per-stream buffer that collects them.
 
-use super::Budget;
+use super::{Budget, BufferPool};
 use crate::time::Timestamp;
 
 /// Why a data event fired.
@@ -159,22 +159,22 @@ impl ChunkBuf {
     /// After the stream's last chunk: frees the buffer's memory (kept and
     /// overlap bytes, packet records). The buffer stays, empty, at the same
     /// end offset, so the stream's accounting does not change.
-    pub fn release_memory(&mut self, budget: &mut Budget) {
+    pub fn release_memory(&mut self, budget: &mut Budget, pool: &mut BufferPool) {
         budget.release(self.data.len());
         budget.release(self.packets.len() * std::mem::size_of::<PacketRecord>());
         self.start += self.data.len() as u64;
-        self.data = Vec::new();
+        pool.put(std::mem::take(&mut self.data));
         self.packets = Vec::new();
         self.fresh = 0;
         self.kept = 0;
         self.pending_since = None;
     }
 
-    /// Releases everything.
-    pub fn clear(&mut self, budget: &mut Budget) {
+    /// Releases everything (the data vector goes back to `pool`).
+    pub fn clear(&mut self, budget: &mut Budget, pool: &mut BufferPool) {
         budget.release(self.data.len());
         budget.release(self.packets.len() * std::mem::size_of::<PacketRecord>());
-        self.data = Vec::new();
+        pool.put(std::mem::take(&mut self.data));
         self.packets = Vec::new();
         self.fresh = 0;
         self.kept = 0;

@@ -4,12 +4,14 @@
 mod budget;
 mod chunk;
 mod handler;
+mod pool;
 mod stream;
 
 pub use budget::Budget;
 pub(crate) use chunk::ChunkBuf;
 pub use chunk::{Chunk, DataReason, Gap, PacketRecord};
 pub use handler::{Callbacks, FlowEnd, Handler};
+pub(crate) use pool::BufferPool;
 pub use stream::{
     EndReason, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
 };
