@@ -92,6 +92,8 @@ pub struct FileSource {
     failed: bool,
     /// File offset up to which the reader asked the CPU to prefetch.
     prefetched: usize,
+    /// File offset up to which the reader has touched the file's pages.
+    touched: usize,
 }
 
 /// How far ahead of the reader the file is prefetched, bytes.
@@ -113,6 +115,39 @@ fn prefetch_ahead(data: &[u8], from: usize, pos: usize) -> usize {
         line += 64;
     }
     line
+}
+
+/// How far ahead of the reader the file's pages are touched, bytes.
+const TOUCH_AHEAD: usize = 128 << 10;
+
+/// Distance between two touches: the smallest page size of Linux.
+const PAGE: usize = 4096;
+
+/// Reads one byte of every page of the file from `from` up to
+/// [`TOUCH_AHEAD`] bytes past the reader's position `pos`; returns where it
+/// stopped (the next call's `from`).
+///
+/// Why: the file is memory-mapped, and the kernel maps its pages into the
+/// process only on first access (a page fault, which maps the 16 pages
+/// around it). A CPU prefetch of a page not mapped yet is dropped, so
+/// without this the first records after every fault were cache misses that
+/// [`prefetch_ahead`] could not hide: on the 2 M-packet campus trace,
+/// 39 % of the batch loop's samples were on the load of a record header.
+/// Touching pages well ahead takes the faults early (they cost the same),
+/// and the prefetches that follow find the pages mapped. Measured with
+/// interleaved runs on that trace: `streams` 0.85 -> 0.79 s, `flows`
+/// 0.48 -> 0.42 s; the small-packet trace is unchanged. The loads are kept
+/// by [`std::hint::black_box`]; their values are not used.
+fn touch_ahead(data: &[u8], from: usize, pos: usize) -> usize {
+    let until = pos.saturating_add(TOUCH_AHEAD).min(data.len());
+    let mut page = from;
+    while page < until {
+        if let Some(byte) = data.get(page) {
+            std::hint::black_box(*byte);
+        }
+        page += PAGE;
+    }
+    page
 }
 
 impl FileSource {
@@ -173,6 +208,7 @@ impl FileSource {
             reader,
             failed: false,
             prefetched: 0,
+            touched: 0,
         })
     }
 
@@ -213,6 +249,7 @@ impl PacketSource for FileSource {
             failed,
             path,
             prefetched,
+            touched,
             ..
         } = self;
         if *failed {
@@ -224,6 +261,7 @@ impl PacketSource for FileSource {
             match reader.next(data) {
                 Some(Ok(packet)) => {
                     let pos = reader.position();
+                    *touched = touch_ahead(data, *touched, pos);
                     *prefetched = prefetch_ahead(data, (*prefetched).max(pos), pos);
                     out.push(packet)
                 }
@@ -255,6 +293,24 @@ mod tests {
     use crate::source::{PacketSource, SourceErrorKind};
     use std::collections::HashMap;
     use std::path::{Path, PathBuf};
+
+    #[test]
+    fn touch_ahead_walks_page_by_page_and_stays_in_the_file() {
+        use super::{touch_ahead, PAGE, TOUCH_AHEAD};
+        let data = vec![1u8; 3 * TOUCH_AHEAD + 100];
+        // The first call touches every page up to TOUCH_AHEAD past the reader.
+        let next = touch_ahead(&data, 0, 10);
+        assert_eq!(next, (10 + TOUCH_AHEAD).div_ceil(PAGE) * PAGE);
+        // Later calls go on from where the last stopped, never back.
+        assert_eq!(touch_ahead(&data, next, 20), next);
+        let further = touch_ahead(&data, next, 2 * PAGE + 10);
+        assert_eq!(further, (2 * PAGE + 10 + TOUCH_AHEAD).div_ceil(PAGE) * PAGE);
+        // Near the end nothing past the file is read.
+        let end = touch_ahead(&data, further, data.len() - 1);
+        assert!(end >= data.len() && end < data.len() + PAGE);
+        assert_eq!(touch_ahead(&data, end, data.len()), end);
+        assert_eq!(touch_ahead(&[], 0, 0), 0);
+    }
 
     #[test]
     fn open_missing_file() {
