@@ -4,12 +4,10 @@
 //! bounds the project promises:
 //!
 //! * stream-data peak ≤ the configured budget (`--memory`);
-//! * peak RSS ≤ budget + the defragmenter's limit + the pcap's size + a
-//!   fixed overhead, the overhead being measured on an empty capture and on
-//!   `normal` (see [`Overhead`]); streamcap memory-maps its input file, so
-//!   the file's pages count in its RSS as they are read, and fragments held
-//!   for reassembly are bounded by their own limit
-//!   (`DefragConfig::max_bytes`), not by the budget;
+//! * peak RSS ≤ budget + the defragmenter's limit + a fixed overhead, the
+//!   overhead being measured on an empty capture and on `normal` (see
+//!   [`Overhead`]); fragments held for reassembly are bounded by their own
+//!   limit (`DefragConfig::max_bytes`), not by the budget;
 //! * throughput (packets/s) ≥ 50 % of `normal`'s, in both modes. Each
 //!   profile's runs alternate with runs of `normal` (normal, attack,
 //!   normal, attack, …), and its ratio is taken against the median of those
@@ -234,9 +232,9 @@ pub struct Row {
     pub description: String,
     /// Packets in the pcap.
     pub packets: u64,
-    /// Size of the pcap, bytes (memory-mapped by streamcap).
+    /// Size of the pcap, bytes.
     pub pcap_bytes: u64,
-    /// The RSS bound for this file: budget + defragmenter limit + pcap size
+    /// The RSS bound for this file: budget + defragmenter limit
     /// + allowance.
     pub rss_bound: u64,
     /// `streamcap streams`.
@@ -257,7 +255,7 @@ pub struct Overhead {
     /// Peak RSS of `streamcap streams` on an empty capture, bytes.
     pub empty_rss: u64,
     /// Peak RSS of `streamcap streams` and `flows` on `normal` minus its
-    /// stream-data peak and its pcap size, bytes.
+    /// stream-data peak, bytes.
     pub normal_rss_minus_data: u64,
     /// The allowance: the larger of the two, plus [`SLACK`].
     pub allowance: u64,
@@ -494,13 +492,13 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
     }
     let _ = fs::remove_file(&normal_file);
     result?;
-    let Some((_, _, normal_bytes, ns, nf)) = measured.first().cloned() else {
+    let Some((_, _, _, ns, nf)) = measured.first().cloned() else {
         return Err("no normal run".into());
     };
     let kib = |k: Option<u64>| k.map(|k| k * 1024);
     let empty_rss = kib(empty_run.max_rss_kib).unwrap_or(0);
     let normal_extra = kib(ns.max_rss_kib.max(nf.max_rss_kib)).map_or(0, |r| {
-        r.saturating_sub(ns.summary.memory_peak as u64 + normal_bytes)
+        r.saturating_sub(ns.summary.memory_peak as u64)
     });
     let allowance = empty_rss.max(normal_extra) + SLACK;
     let overhead = Overhead {
@@ -511,7 +509,7 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
     let rows: Vec<Row> = measured
         .into_iter()
         .map(|(p, packets, pcap_bytes, streams, flows)| {
-            let rss_bound = o.memory + defrag_limit() + pcap_bytes + allowance;
+            let rss_bound = o.memory + defrag_limit() + allowance;
             // Against the normal runs paired with this profile's (normal's
             // own row: 1).
             let streams_ratio = streams.pps / streams.paired_normal_pps.unwrap_or(streams.pps);
@@ -645,10 +643,9 @@ fn print_table(o: &Opts, ov: &Overhead, rows: &[Row]) {
     }
     println!(
         "\nBounds: stream-data peak ≤ budget (streamcap's summary, 3 significant digits); \
-         peak RSS (GNU time %M) ≤ budget + defragmenter limit ({}) + pcap size + {} \
-         (streamcap memory-maps the file, whose pages count in its RSS; fragments held \
-         for reassembly have their own limit), the fixed allowance being the larger of the \
-         empty run's RSS ({}) and normal's RSS minus its stream-data peak and pcap size \
+         peak RSS (GNU time %M) ≤ budget + defragmenter limit ({}) + {} \
+         (fragments held for reassembly have their own limit), the fixed allowance being \
+         the larger of the empty run's RSS ({}) and normal's RSS minus its stream-data peak \
          ({}), plus {} slack; \
          throughput ≥ {:.0} % of normal's in the same mode, normal being run alternately \
          with each profile (normal, attack, normal, …) and the ratio taken against the \

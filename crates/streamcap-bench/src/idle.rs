@@ -4,10 +4,9 @@
 //! workload ([`crate::conns`]) into the work directory (tmpfs), runs
 //! `streamcap flows` and the libnids peers on it under `/usr/bin/time`, and
 //! reports `(mem(N) - mem(B)) / (N - B)` bytes per connection, where `mem`
-//! is the peak RSS (`%M`) minus, for streamcap, the size of the capture
-//! file: streamcap memory-maps its input, so every page of the file it has
-//! read counts in its RSS (on tmpfs all of them, and they stay resident).
-//! As a cross-check, the tool's `RssAnon` (anonymous memory only: heap,
+//! is the peak RSS (`%M`). Every tool reads its input with `read(2)`
+//! through a buffer (streamcap a 1 MiB window, the peers libpcap's stdio
+//! buffer), so the capture file is not part of any RSS. As a cross-check, the tool's `RssAnon` (anonymous memory only: heap,
 //! stacks, no file pages) is sampled from `/proc/PID/status` every
 //! millisecond while it runs; its maximum gives a second figure that needs
 //! no subtraction (it can miss a spike shorter than the sampling period).
@@ -65,16 +64,13 @@ pub struct IdleTool {
     pub command: String,
     /// Peak RSS from `/usr/bin/time -f %M`, KiB.
     pub max_rss_kib: Option<u64>,
-    /// Bytes of the peak RSS that are the memory-mapped capture file
-    /// (streamcap: the file size; the libnids peers read through stdio: 0).
-    pub mapped_file_bytes: u64,
     /// Largest sampled `RssAnon`, KiB.
     pub peak_anon_kib: Option<u64>,
     /// Connections the tool reports having tracked.
     pub tracked: Option<u64>,
     /// Wall seconds.
     pub wall_s: f64,
-    /// (peak RSS − mapped file) growth over the baseline, per connection.
+    /// Peak RSS growth over the baseline, per connection.
     pub bytes_per_conn: Option<f64>,
     /// Sampled `RssAnon` growth over the baseline, per connection.
     pub anon_bytes_per_conn: Option<f64>,
@@ -226,12 +222,6 @@ pub fn run(
 ) -> Result<IdleReport, String> {
     fs::create_dir_all(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let work_fs = fs_type(tmp);
-    if work_fs != "tmpfs" {
-        eprintln!(
-            "streamcap-bench: idle connections: {} is on {work_fs}, not tmpfs: streamcap's mapped file pages may not all be resident, so RSS − file size is less exact",
-            tmp.display()
-        );
-    }
     let nids: Vec<(String, PathBuf)> = ["nids_streams", "nids_flows"]
         .iter()
         .filter_map(|n| {
@@ -254,7 +244,7 @@ pub fn run(
             t0.elapsed().as_secs_f64()
         );
         let fname = file.display().to_string();
-        let mut runs: Vec<(String, Vec<String>, u64)> = vec![(
+        let mut runs: Vec<(String, Vec<String>)> = vec![(
             "streamcap flows".into(),
             vec![
                 streamcap.display().to_string(),
@@ -264,7 +254,6 @@ pub fn run(
                 "-o".into(),
                 "/dev/null".into(),
             ],
-            file_bytes,
         )];
         for (name, p) in &nids {
             runs.push((
@@ -274,11 +263,10 @@ pub fn run(
                     fname.clone(),
                     nids_table_size(n).to_string(),
                 ],
-                0,
             ));
         }
         let mut tools = Vec::new();
-        for (name, argv, mapped) in runs {
+        for (name, argv) in runs {
             let m = match measure(&argv, tmp, gnu_time) {
                 Ok(m) => m,
                 Err(e) => {
@@ -314,7 +302,6 @@ pub fn run(
                 tool: name,
                 command: argv.join(" "),
                 max_rss_kib: m.max_rss_kib,
-                mapped_file_bytes: mapped,
                 peak_anon_kib: m.peak_anon_kib,
                 tracked,
                 wall_s: m.wall_s,
@@ -338,10 +325,7 @@ pub fn run(
                 let Some(b) = base.tools.iter().find(|b| b.tool == t.tool) else {
                     continue;
                 };
-                let net = |x: &IdleTool| {
-                    x.max_rss_kib
-                        .map(|k| (k * 1024) as f64 - x.mapped_file_bytes as f64)
-                };
+                let net = |x: &IdleTool| x.max_rss_kib.map(|k| (k * 1024) as f64);
                 t.bytes_per_conn = net(t).zip(net(b)).map(|(a, z)| (a - z) / dn);
                 t.anon_bytes_per_conn = t
                     .peak_anon_kib
@@ -351,8 +335,8 @@ pub fn run(
         }
     }
     Ok(IdleReport {
-        method: "bytes/conn = ((peak RSS − mapped capture file) at N − the same at the baseline) / (N − baseline); \
-                 peak RSS from /usr/bin/time %M; streamcap maps its input, so the file size (on tmpfs) is subtracted; \
+        method: "bytes/conn = (peak RSS at N − peak RSS at the baseline) / (N − baseline); \
+                 peak RSS from /usr/bin/time %M; every tool read()s its input, so the file is in no RSS; \
                  anon = sampled max RssAnon from /proc/PID/status (1 ms); libnids peers get n_tcp_streams = ceil(4N/3)+4"
             .into(),
         baseline,
@@ -396,7 +380,7 @@ pub fn print(r: &IdleReport) {
         );
     }
     println!();
-    println!("(bytes/conn: growth over the baseline divided by the extra connections; streamcap's RSS includes its memory-mapped input, whose size is subtracted; RssAnon is sampled every 1 ms. libnids is given n_tcp_streams = ceil(4N/3)+4, the smallest table that holds N connections; it preallocates and touches its stream pool at start-up.)");
+    println!("(bytes/conn: growth over the baseline divided by the extra connections; no tool maps its input; RssAnon is sampled every 1 ms. libnids is given n_tcp_streams = ceil(4N/3)+4, the smallest table that holds N connections; it preallocates and touches its stream pool at start-up.)");
     println!();
 }
 

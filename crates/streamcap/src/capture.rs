@@ -233,8 +233,8 @@ impl Capture {
 
     /// Runs `par.workers` worker threads over one capture file, each owning
     /// a shard of the flows ([`crate::dispatch::fanout`]): every worker reads
-    /// the whole memory-mapped file and processes only its own packets, so
-    /// nothing is copied or queued between threads, and both directions of
+    /// the whole file (page-cached, through its own window) and processes
+    /// only its own packets, so nothing is copied or queued between threads, and both directions of
     /// every connection are handled by one worker. `make(i)` builds worker
     /// `i`'s handler and hooks inside its thread.
     ///

@@ -1,8 +1,8 @@
 //! Which worker owns a packet: the in-process fan-out used for file input.
 //!
-//! Every worker of a file run reads the whole (memory-mapped, page-cached)
-//! file and keeps only the packets of its own shard; no packet is copied or
-//! queued between threads. A [`Shard`] decides ownership from the decoded
+//! Every worker of a file run reads the whole (page-cached) file and keeps
+//! only the packets of its own shard; no packet is copied or queued between
+//! threads. A [`Shard`] decides ownership from the decoded
 //! headers, so that the decision is the same in every worker and every packet
 //! has exactly one owner:
 //!

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// What was wrong with a capture file.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceErrorKind {
-    /// The file could not be opened, read or mapped.
+    /// The file could not be opened or read.
     #[error("cannot read: {0}")]
     Io(#[from] std::io::Error),
     /// The first bytes are not a pcap or pcapng magic number.

@@ -1,5 +1,5 @@
-//! Where packets come from: capture files (pcap, pcapng), read through a
-//! memory map and handed out without copying, and on Linux live interfaces
+//! Where packets come from: capture files (pcap, pcapng), read with `read(2)`
+//! through a sliding window and handed out without copying, and on Linux live interfaces
 //! ([`AfPacket`], a memory-mapped `AF_PACKET` ring). [`Injector`] and
 //! [`replay`] send frames back onto an interface.
 //!
@@ -13,9 +13,9 @@ mod error;
 mod file;
 #[cfg(target_os = "linux")]
 mod inject;
-mod mapped;
 mod pcap;
 mod pcapng;
+mod window;
 
 #[cfg(target_os = "linux")]
 pub use afpacket::{
@@ -116,7 +116,7 @@ pub trait PacketSource {
     /// are good. Nothing appended and no error means the input is exhausted.
     ///
     /// The default takes one packet; a source whose packets stay valid
-    /// together (a memory-mapped file) fills the whole batch.
+    /// together (a file's window) fills the batch.
     fn next_batch<'s>(
         &'s mut self,
         out: &mut Vec<RawPacket<'s>>,

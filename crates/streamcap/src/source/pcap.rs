@@ -162,6 +162,26 @@ impl PcapReader {
         self.pos
     }
 
+    /// Moves the position back by `by` bytes: the caller dropped that many
+    /// bytes from the front of the data it passes (a sliding window).
+    pub(super) fn rebase(&mut self, by: usize) {
+        self.pos = self.pos.saturating_sub(by);
+    }
+
+    /// Whether `data` holds the whole next record, or enough of it to tell
+    /// that it is broken: `false` when more bytes are needed to decide.
+    /// Changes nothing.
+    pub(super) fn next_is_ready(&self, data: &[u8]) -> bool {
+        let Some((h, body)) = data
+            .get(self.pos..)
+            .and_then(|r| r.split_first_chunk::<RECORD_HEADER_LEN>())
+        else {
+            return false;
+        };
+        let (_, _, caplen, _) = self.header(h);
+        caplen > MAX_CAPLEN || body.len() >= caplen as usize
+    }
+
     /// The next packet, an error, or `None` at the end of the file.
     ///
     /// The common case stays small enough to be inlined into the batch
@@ -335,6 +355,37 @@ mod tests {
 
     fn open(bytes: Vec<u8>) -> FileSource {
         FileSource::from_bytes("test.pcap", bytes).expect("header parses")
+    }
+
+    #[test]
+    fn windows_agree_with_the_whole_file_at_every_cut() {
+        use crate::source::file::window_check::assert_windows_agree;
+        for big in [false, true] {
+            let mut f = header(false, big, 65535, 1);
+            for (i, len) in [14usize, 60, 1, 300, 0, 77].into_iter().enumerate() {
+                rec(&mut f, big, 100 + i as u32, 7, &vec![i as u8; len]);
+            }
+            for cut in 0..=f.len() {
+                assert_windows_agree(&f[..cut], &format!("pcap-{big}-{cut}"));
+            }
+            // A damaged length and an unsupported link type, past a window.
+            let mut bad = f.clone();
+            record(&mut bad, big, 1, 2, 20_000_000, 60, &[0; 60]);
+            assert_windows_agree(&bad, &format!("pcap-{big}-caplen"));
+            let mut other = header(false, big, 65535, 147);
+            rec(&mut other, big, 1, 2, &[0; 40]);
+            assert_windows_agree(&other, &format!("pcap-{big}-link"));
+        }
+        // A generated capture of a few thousand packets.
+        let pcap = streamcap_gen::Campus::new(streamcap_gen::CampusConfig {
+            seed: 21,
+            packets: 3_000,
+            ..streamcap_gen::CampusConfig::default()
+        })
+        .to_bytes()
+        .0;
+        assert_windows_agree(&pcap, "campus");
+        assert_windows_agree(&pcap[..pcap.len() - 5], "campus-cut");
     }
 
     #[test]

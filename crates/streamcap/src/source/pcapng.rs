@@ -84,7 +84,7 @@ fn convert_ts(ticks: u64, resolution: Resolution, offset_secs: i64) -> Timestamp
 
 /// Reading state of a pcapng file; the bytes themselves live in the
 /// [`FileSource`](super::FileSource).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct PcapngReader {
     /// Byte order of the current section.
     endian: Endian,
@@ -116,6 +116,38 @@ impl PcapngReader {
     /// Bytes consumed so far.
     pub(super) fn position(&self) -> usize {
         self.pos
+    }
+
+    /// Moves the position back by `by` bytes: the caller dropped that many
+    /// bytes from the front of the data it passes (a sliding window).
+    pub(super) fn rebase(&mut self, by: usize) {
+        self.pos = self.pos.saturating_sub(by);
+    }
+
+    /// Whether `data` holds what the next call of [`PcapngReader::next`]
+    /// reads, or enough of it to tell that it is broken: `false` when more
+    /// bytes are needed to decide. Changes nothing.
+    pub(super) fn next_is_ready(&self, data: &[u8]) -> bool {
+        let e = self.endian;
+        let Some(btype) = e.u32(data, self.pos) else {
+            return false;
+        };
+        if matches!(btype, EPB | PB | SPB) {
+            return !matches!(
+                block_at(data, self.pos, e, MIN_BLOCK_LEN),
+                Err(SourceErrorKind::Truncated(_))
+            );
+        }
+        // Other blocks (section and interface headers, statistics...) are
+        // rare, and `next` reads on past them: ask a copy of the reader.
+        let mut probe = self.clone();
+        !matches!(
+            probe.next(data),
+            None | Some(Err(Fault {
+                kind: SourceErrorKind::Truncated(_),
+                ..
+            }))
+        )
     }
 
     /// Parses the Section Header Block at `self.pos` and moves past it.
@@ -579,6 +611,19 @@ mod tests {
                                      // A second section, in the other byte order; numbering restarts.
         ng.shb(!big).idb(101, 0, &[]).epb(0, 7_000_000, &[5; 3]);
         ng.out
+    }
+
+    #[test]
+    fn windows_agree_with_the_whole_file_at_every_cut() {
+        for big in [false, true] {
+            let bytes = full_file(big);
+            for cut in 0..=bytes.len() {
+                crate::source::file::window_check::assert_windows_agree(
+                    &bytes[..cut],
+                    &format!("ng-{big}-{cut}"),
+                );
+            }
+        }
     }
 
     #[test]
