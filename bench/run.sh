@@ -104,11 +104,11 @@ if [ -z "${BENCH_WORK:-}" ]; then
 fi
 mkdir -p "$BENCH_WORK"
 WORKLOADS=()
-# A reused trace is copied afresh first: a tmpfs file kept for a while was
-# seen to lose the kernel's fault-around (a page fault per 4 KiB page instead
-# of one per 32-64 KiB: up to +0.8 s on the 1.6 GB trace for streamcap, which
-# maps its input, and nothing for the peers, which read() it). This can happen
-# within minutes, so streamcap-bench also runs each tool on its own fresh copy.
+# A reused trace is copied afresh first, and streamcap-bench measures every
+# tool on one fresh copy: a tmpfs file kept for a while was seen to lose the
+# kernel's fault-around for memory mappings, which cost streamcap up to
+# +0.8 s on the 1.6 GB trace while it mapped its input (until the seventh
+# session; every tool read()s it now).
 refresh() { cp "$1" "$1.fresh" && mv "$1.fresh" "$1"; }
 if "$BIN/streamcap-gen" --help 2>&1 | grep -q campus; then
   f="$BENCH_WORK/campus-$PACKETS.pcap"

@@ -497,9 +497,8 @@ fn run_all(o: &Opts, tmp: &Path) -> Result<(), String> {
     };
     let kib = |k: Option<u64>| k.map(|k| k * 1024);
     let empty_rss = kib(empty_run.max_rss_kib).unwrap_or(0);
-    let normal_extra = kib(ns.max_rss_kib.max(nf.max_rss_kib)).map_or(0, |r| {
-        r.saturating_sub(ns.summary.memory_peak as u64)
-    });
+    let normal_extra = kib(ns.max_rss_kib.max(nf.max_rss_kib))
+        .map_or(0, |r| r.saturating_sub(ns.summary.memory_peak as u64));
     let allowance = empty_rss.max(normal_extra) + SLACK;
     let overhead = Overhead {
         empty_rss,

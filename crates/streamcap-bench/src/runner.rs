@@ -584,14 +584,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// A fresh copy of `file` in the scratch directory `tmp`, for one tool's
-/// runs (the original when copying fails). On this machine a tmpfs file
-/// that has been around for some minutes can lose the kernel's fault-around
-/// for memory mappings: mapping and reading the 1.6 GB campus trace took
-/// 183 k minor page faults and 0.60 s of system time instead of 37 k and
-/// 0.27 s for a fresh copy of the same bytes. Only a tool that maps its
-/// input (streamcap) pays for that, the others `read()` it; so every tool
-/// gets its own fresh copy, and each gets the same.
+/// A fresh copy of `file` in the scratch directory `tmp`, which every tool
+/// reads for the workload (the original when copying fails). Until the
+/// seventh session streamcap memory-mapped its input, and on this machine a
+/// tmpfs file that had been around for some minutes could lose the kernel's
+/// fault-around for memory mappings (183 k minor page faults and 0.60 s of
+/// system time to map the 1.6 GB campus trace instead of 37 k and 0.27 s
+/// for a fresh copy). No tool maps its input now; the copy stays so that
+/// every tool reads the same freshly written file.
 fn fresh_copy(file: &Path, tmp: &Path) -> PathBuf {
     let name = file
         .file_name()
@@ -640,6 +640,15 @@ fn machine() -> Machine {
     }
 }
 
+/// One tool's runs on a workload, as they accumulate round by round.
+struct Acc {
+    runs: Vec<RunSample>,
+    found: Option<u64>,
+    failed: Option<String>,
+    /// Runs wanted (fewer than `--runs` for a slow tool).
+    want: usize,
+}
+
 pub fn cmd_run(args: &[String]) -> Result<(), String> {
     let o = parse(args)?;
     fs::create_dir_all(&o.tmp).map_err(|e| format!("{}: {e}", o.tmp.display()))?;
@@ -663,37 +672,51 @@ pub fn cmd_run(args: &[String]) -> Result<(), String> {
             wire_bytes as f64 / 1e6
         );
         warm(file);
-        let mut results = Vec::new();
-        for t in &tools {
-            let input = fresh_copy(file, &o.tmp);
-            let mut runs = Vec::new();
-            let mut found = None;
-            let mut failed = None;
-            let mut want = o.runs;
-            let mut i = 0;
-            while i < want {
+        // Runs go round-robin (every tool once, then every tool again...)
+        // so that a drift of the machine's speed during the workload
+        // touches every tool alike, rather than the tools measured last.
+        let input = fresh_copy(file, &o.tmp);
+        let mut acc: Vec<Acc> = tools
+            .iter()
+            .map(|_| Acc {
+                runs: Vec::new(),
+                found: None,
+                failed: None,
+                want: o.runs,
+            })
+            .collect();
+        for round in 0..o.runs {
+            for (t, a) in tools.iter().zip(acc.iter_mut()) {
+                if a.failed.is_some() || round >= a.want {
+                    continue;
+                }
                 match run_once(t, &input, &o.tmp, gnu_time.as_deref()) {
                     Ok((s, f)) => {
-                        if i == 0 && s.wall_s * o.runs as f64 > o.slow_limit && o.runs > 1 {
-                            want = ((o.slow_limit / s.wall_s) as usize).clamp(1, o.runs);
+                        if round == 0 && s.wall_s * o.runs as f64 > o.slow_limit && o.runs > 1 {
+                            a.want = ((o.slow_limit / s.wall_s) as usize).clamp(1, o.runs);
                             eprintln!(
-                                "streamcap-bench:   {} {}: {:.1} s per run, {want} run(s) only (--slow-limit {})",
-                                t.tool, t.mode, s.wall_s, o.slow_limit
+                                "streamcap-bench:   {} {}: {:.1} s per run, {} run(s) only (--slow-limit {})",
+                                t.tool, t.mode, s.wall_s, a.want, o.slow_limit
                             );
                         }
-                        runs.push(s);
-                        found = f;
+                        a.runs.push(s);
+                        a.found = f;
                     }
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
+                    Err(e) => a.failed = Some(e),
                 }
-                i += 1;
             }
-            if input != *file {
-                let _ = fs::remove_file(&input);
-            }
+        }
+        if input != *file {
+            let _ = fs::remove_file(&input);
+        }
+        let mut results = Vec::new();
+        for (t, a) in tools.iter().zip(acc) {
+            let Acc {
+                runs,
+                found,
+                failed,
+                ..
+            } = a;
             if let Some(e) = failed {
                 eprintln!(
                     "streamcap-bench:   {} {} failed on {name}: {e}",

@@ -258,18 +258,22 @@ impl Capture {
         let path = path.as_ref();
         let file = FileSource::open(path)?;
         let n = par.workers.max(1);
+        // One reader per worker: the first takes the one just opened.
+        let mut readers: Vec<Result<FileSource, SourceError>> =
+            (1..n).map(|_| file.reopen()).collect();
+        readers.insert(0, Ok(file));
         let mut cfg = self.cfg.clone();
         cfg.memory_size /= n;
         cfg.max_flows = (cfg.max_flows / n).max(1);
         let shards = Shard::split(n, par.fanout);
         let make = &make;
         let cfg = &cfg;
-        let file = &file;
         let reports = std::thread::scope(|scope| {
             let handles: Vec<_> = shards
                 .into_iter()
+                .zip(readers)
                 .enumerate()
-                .map(|(i, shard)| {
+                .map(|(i, (shard, reader))| {
                     let stop = &par.stop;
                     let cpu = par.cpu_for(i);
                     std::thread::Builder::new()
@@ -281,7 +285,7 @@ impl Capture {
                             if n > 1 {
                                 worker = worker.with_shard(shard);
                             }
-                            let run = match file.reopen() {
+                            let run = match reader {
                                 Ok(mut src) => {
                                     self.drive(&mut worker, &mut src, &mut hooks, Some(stop))
                                 }

@@ -206,11 +206,18 @@ impl FileSource {
     /// pcapng magic number ([`SourceErrorKind::BadMagic`]), or is too short
     /// to hold the file header ([`SourceErrorKind::Truncated`]).
     pub fn open(path: impl AsRef<Path>) -> Result<FileSource, SourceError> {
-        FileSource::open_window(path.as_ref(), super::window::WINDOW)
+        FileSource::open_with_window(path, super::window::WINDOW)
     }
 
-    /// [`FileSource::open`] reading through a window of `window` bytes.
-    pub(super) fn open_window(path: &Path, window: usize) -> Result<FileSource, SourceError> {
+    /// [`FileSource::open`] reading the file through a window of `window`
+    /// bytes instead of the default 1 MiB (a record longer than the window
+    /// widens it). The packets are the same whatever the size; small
+    /// windows exercise the sliding in tests and fuzzing.
+    pub fn open_with_window(
+        path: impl AsRef<Path>,
+        window: usize,
+    ) -> Result<FileSource, SourceError> {
+        let path = path.as_ref();
         let io = |e| SourceError::new(path, None, SourceErrorKind::Io(e));
         let mut window = Window::open_sized(path, window).map_err(io)?;
         let reader = loop {
@@ -424,7 +431,7 @@ pub(super) mod window_check {
         let reference = render(FileSource::from_bytes(&path, bytes.to_vec()), 64);
         for window in [1, 5, 64, 300, 4096, 1 << 20] {
             for batch in [0, 1, 3, 64] {
-                let got = render(FileSource::open_window(&path, window), batch);
+                let got = render(FileSource::open_with_window(&path, window), batch);
                 assert_eq!(got, reference, "{name}: window {window}, batch {batch}");
             }
         }
