@@ -358,7 +358,7 @@ pub fn print(r: &IdleReport) {
         r.baseline, r.work_fs
     );
     println!();
-    println!("| idle connections | file MiB | streamcap peak RSS MiB | streamcap bytes/conn (RSS − file) | streamcap bytes/conn (RssAnon) | libnids (nids_streams) peak RSS MiB | libnids bytes/conn | nids_flows bytes/conn |");
+    println!("| idle connections | file MiB | streamcap peak RSS MiB | streamcap bytes/conn (RSS) | streamcap bytes/conn (RssAnon) | libnids (nids_streams) peak RSS MiB | libnids bytes/conn | nids_flows bytes/conn |");
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mib = |k: u64| format!("{:.1}", k as f64 / 1024.0);
     let bpc = |b: f64| format!("{b:.0}");
