@@ -99,6 +99,14 @@ impl Reader {
         }
     }
 
+    /// Reads past whole blocks that are not packets (pcapng; nothing in
+    /// pcap), see [`PcapngReader::skip_metadata`].
+    fn skip_metadata(&mut self, data: &[u8]) {
+        if let Reader::Pcapng(r) = self {
+            r.skip_metadata(data);
+        }
+    }
+
     /// Whether `data` holds the next record (or shows it is broken).
     fn next_is_ready(&self, data: &[u8]) -> bool {
         match self {
@@ -210,16 +218,27 @@ impl FileSource {
     }
 
     /// [`FileSource::open`] reading the file through a window of `window`
-    /// bytes instead of the default 1 MiB (a record longer than the window
-    /// widens it). The packets are the same whatever the size; small
-    /// windows exercise the sliding in tests and fuzzing.
+    /// bytes instead of the default 1 MiB (a record or block longer than the
+    /// window widens it while it is read). The packets are the same whatever
+    /// the size; small windows exercise the sliding in tests and fuzzing.
+    /// Reading stops at the file's size when it is opened, even if the
+    /// file grows meanwhile.
     pub fn open_with_window(
         path: impl AsRef<Path>,
         window: usize,
     ) -> Result<FileSource, SourceError> {
-        let path = path.as_ref();
+        FileSource::open_limited(path.as_ref(), window, None)
+    }
+
+    /// Opens `path` with a window of `window` bytes, reading at most `limit`
+    /// bytes of it (`None`: its size now).
+    fn open_limited(
+        path: &Path,
+        window: usize,
+        limit: Option<u64>,
+    ) -> Result<FileSource, SourceError> {
         let io = |e| SourceError::new(path, None, SourceErrorKind::Io(e));
-        let mut window = Window::open_sized(path, window).map_err(io)?;
+        let mut window = Window::open_limited(path, window, limit).map_err(io)?;
         let reader = loop {
             match Reader::new(window.bytes()) {
                 // A section header longer than the window: read on.
@@ -235,11 +254,13 @@ impl FileSource {
     }
 
     /// Another reader of the same capture from its first packet: what each
-    /// worker of a multi-worker run reads. A file is opened again (each
-    /// reader has its own window); bytes given by the caller are shared.
+    /// worker of a multi-worker run reads. A file is opened again, with a
+    /// window of the same size, and read up to the same end as this reader
+    /// (its size when this one was opened); bytes given by the caller are
+    /// shared.
     pub fn reopen(&self) -> Result<FileSource, SourceError> {
         match &self.input {
-            Input::File(_) => FileSource::open(&self.path),
+            Input::File(w) => FileSource::open_limited(&self.path, w.window(), w.limit()),
             Input::Whole(v) => FileSource::from_shared(self.path.clone(), v.clone()),
         }
     }
@@ -276,6 +297,15 @@ impl FileSource {
         matches!(self.reader, Reader::Pcapng(_))
     }
 
+    /// The read window's buffer length (`None` for bytes in memory).
+    #[cfg(test)]
+    pub(super) fn window_buffer_len(&self) -> Option<usize> {
+        match &self.input {
+            Input::File(w) => Some(w.buffer_len()),
+            Input::Whole(_) => None,
+        }
+    }
+
     /// Slides the window until it holds the next record whole (or shows
     /// that the record is broken, or holds the end of the file), so that a
     /// call of [`Reader::next`] decides. Nothing to do for bytes in memory.
@@ -283,16 +313,21 @@ impl FileSource {
         let Input::File(window) = &mut self.input else {
             return Ok(());
         };
-        while !window.at_eof() && !self.reader.next_is_ready(window.bytes()) {
+        loop {
+            self.reader.skip_metadata(window.bytes());
+            if window.at_eof() || self.reader.next_is_ready(window.bytes()) {
+                return Ok(());
+            }
             let consumed = self.reader.position();
             let at = window.base() + consumed as u64;
-            window.advance(consumed).map_err(|e| {
-                SourceError::new(&self.path, None, SourceErrorKind::Io(e)).at_offset(at)
-            })?;
+            let read = window.advance(consumed);
+            // The window dropped those bytes even if reading on failed.
             self.reader.rebase(consumed);
             self.prefetched = 0;
+            read.map_err(|e| {
+                SourceError::new(&self.path, None, SourceErrorKind::Io(e)).at_offset(at)
+            })?;
         }
-        Ok(())
     }
 }
 

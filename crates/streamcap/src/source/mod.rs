@@ -116,7 +116,8 @@ pub trait PacketSource {
     /// are good. Nothing appended and no error means the input is exhausted.
     ///
     /// The default takes one packet; a source whose packets stay valid
-    /// together (a file's window) fills the batch.
+    /// together fills the batch: a file as far as its read window goes, so
+    /// a short batch does not mean the end (only an empty one does).
     fn next_batch<'s>(
         &'s mut self,
         out: &mut Vec<RawPacket<'s>>,

@@ -84,7 +84,7 @@ fn convert_ts(ticks: u64, resolution: Resolution, offset_secs: i64) -> Timestamp
 
 /// Reading state of a pcapng file; the bytes themselves live in the
 /// [`FileSource`](super::FileSource).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(super) struct PcapngReader {
     /// Byte order of the current section.
     endian: Endian,
@@ -124,29 +124,68 @@ impl PcapngReader {
         self.pos = self.pos.saturating_sub(by);
     }
 
-    /// Whether `data` holds what the next call of [`PcapngReader::next`]
-    /// reads, or enough of it to tell that it is broken: `false` when more
-    /// bytes are needed to decide. Changes nothing.
+    /// Reads the whole, valid blocks at the position that are not packets
+    /// (section and interface headers, statistics, custom blocks...), as
+    /// [`PcapngReader::next`] would, and stops at a packet block, at a block
+    /// that `data` does not hold whole, or at a broken block (left for
+    /// `next` to report). A window that slides along the file calls this
+    /// before [`PcapngReader::next_is_ready`], so that a long run of such
+    /// blocks is consumed as it comes instead of widening the window.
+    pub(super) fn skip_metadata(&mut self, data: &[u8]) {
+        loop {
+            let pos = self.pos;
+            let Some(btype) = self.endian.u32(data, pos) else {
+                return;
+            };
+            if matches!(btype, EPB | PB | SPB) {
+                return;
+            }
+            if btype == SHB {
+                // Changes nothing when it fails (cut short or broken).
+                if self
+                    .section_header(data, Some(self.records.saturating_add(1)))
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
+            let Ok(block) = block_at(data, pos, self.endian, MIN_BLOCK_LEN) else {
+                return;
+            };
+            // Changes nothing when it fails.
+            if btype == IDB && self.interface_description(block.body).is_err() {
+                return;
+            }
+            self.pos = block.end;
+        }
+    }
+
+    /// Whether `data` holds the block at the position whole, or enough of it
+    /// to tell that it is broken: `false` when more bytes are needed to
+    /// decide. Changes nothing. After [`PcapngReader::skip_metadata`] the
+    /// block is a packet, or a block that is cut short or broken, so a
+    /// ready block makes the next call of [`PcapngReader::next`] decide.
     pub(super) fn next_is_ready(&self, data: &[u8]) -> bool {
-        let e = self.endian;
-        let Some(btype) = e.u32(data, self.pos) else {
+        let pos = self.pos;
+        let Some(btype) = self.endian.u32(data, pos) else {
             return false;
         };
-        if matches!(btype, EPB | PB | SPB) {
-            return !matches!(
-                block_at(data, self.pos, e, MIN_BLOCK_LEN),
-                Err(SourceErrorKind::Truncated(_))
-            );
-        }
-        // Other blocks (section and interface headers, statistics...) are
-        // rare, and `next` reads on past them: ask a copy of the reader.
-        let mut probe = self.clone();
+        let endian = if btype == SHB {
+            // A section header is read in its own byte order.
+            match data.get(pos + 8..pos + 12) {
+                None => return false,
+                Some([0x4d, 0x3c, 0x2b, 0x1a]) => Endian::Little,
+                Some([0x1a, 0x2b, 0x3c, 0x4d]) => Endian::Big,
+                // A bad byte-order magic: `next` reports it.
+                Some(_) => return true,
+            }
+        } else {
+            self.endian
+        };
         !matches!(
-            probe.next(data),
-            None | Some(Err(Fault {
-                kind: SourceErrorKind::Truncated(_),
-                ..
-            }))
+            block_at(data, pos, endian, MIN_BLOCK_LEN),
+            Err(SourceErrorKind::Truncated(_))
         )
     }
 
@@ -624,6 +663,67 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn windows_agree_on_broken_blocks_at_every_cut() {
+        use crate::source::file::window_check::assert_windows_agree;
+        for big in [false, true] {
+            let start = |ng: &mut Ng| {
+                ng.idb(1, 0, &[]).epb(0, 1, &[1; 20]).other(0x4000_0BAD, 40);
+            };
+            let mut variants: Vec<(&str, Vec<u8>)> = Vec::new();
+            let mut ng = Ng::new(big);
+            start(&mut ng);
+            ng.raw_block(super::EPB, 52, &[0; 40], 56); // trailer disagrees
+            variants.push(("trailer", ng.out.clone()));
+            let mut ng = Ng::new(big);
+            start(&mut ng);
+            ng.epb(7, 2, &[2; 30]); // no interface 7
+            variants.push(("interface", ng.out.clone()));
+            let mut ng = Ng::new(big);
+            ng.idb(147, 0, &[]).epb(0, 2, &[2; 30]); // unsupported link type
+            variants.push(("link", ng.out.clone()));
+            let mut ng = Ng::new(big);
+            start(&mut ng);
+            ng.block(super::IDB, &[0; 4]); // interface block too short
+            variants.push(("idb", ng.out.clone()));
+            let mut ng = Ng::new(big);
+            start(&mut ng);
+            ng.raw_block(super::SHB, 28, &[0xee; 16], 28); // bad byte-order magic
+            variants.push(("shb", ng.out.clone()));
+            for (name, bytes) in variants {
+                for cut in 0..=bytes.len() {
+                    assert_windows_agree(&bytes[..cut], &format!("ng-{name}-{big}-{cut}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_run_of_other_blocks_does_not_widen_the_window() {
+        let mut ng = Ng::new(false);
+        ng.idb(1, 0, &[]).epb(0, 1, &[1; 60]);
+        for _ in 0..2000 {
+            ng.other(0x4000_0BAD, 1000);
+        }
+        ng.idb(1, 0, &[]).epb(1, 2, &[2; 60]);
+        let path = std::env::temp_dir().join(format!("streamcap-ng-run-{}", std::process::id()));
+        std::fs::write(&path, &ng.out).unwrap();
+        let mut src = FileSource::open_with_window(&path, 4096).unwrap();
+        let (mut packets, mut widest) = (0, 0);
+        loop {
+            let mut batch = Vec::new();
+            assert!(src.next_batch(&mut batch, 8).is_none());
+            if batch.is_empty() {
+                break;
+            }
+            packets += batch.len();
+            widest = widest.max(src.window_buffer_len().unwrap_or(0));
+        }
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(packets, 2);
+        assert!(widest <= 4096, "the window grew to {widest} bytes");
     }
 
     #[test]
