@@ -27,6 +27,7 @@ Examples:
   streamcap flows -r trace.pcap --digest port 80       plus SHA-256 of each direction's stream
   streamcap flows -r trace.pcap --format zeek -o conn.log
   streamcap flows -r trace.pcap --format csv tcp and host 10.0.0.1
+  zcat trace.pcap.gz | streamcap flows -r -            a capture on standard input
   streamcap streams -r trace.pcap -w out/              tcpflow-style stream files + out/streams.jsonl
   streamcap streams -r trace.pcap --cutoff 1MiB -q     reassemble, deliver, print records only
   streamcap streams -r trace.pcap --workers 2 -q       two worker threads, same records
@@ -141,7 +142,7 @@ fn parse_limit(s: &str) -> Result<Limit, String> {
 #[derive(Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).multiple(false)))]
 struct Common {
-    /// The capture file (pcap or pcapng).
+    /// The capture file (pcap or pcapng); `-` reads standard input (one worker).
     #[arg(short = 'r', long = "read", value_name = "FILE", group = "input")]
     read: Option<PathBuf>,
     /// Capture live from a network interface (AF_PACKET; needs root or

@@ -392,10 +392,14 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         Ok(o) => o,
         Err(e) => return usage(e),
     };
-    if let Err(e) = FileSource::open(&read) {
-        eprintln!("streamcap: {e}");
-        return ExitCode::from(1);
-    }
+    // Opened once: standard input (`-r -`) and pipes cannot be read twice.
+    let file = match FileSource::open(&read) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("streamcap: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let failure: SharedFailure = Arc::new(Failure::default());
     let par = Parallel {
         workers: c.workers as usize,
@@ -420,7 +424,7 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
     let start = Instant::now();
     let parts = WorkerParts::new(&outputs, digest, &failure, filters, bar, start);
     outputs.begin(&failure);
-    let report = capture.run_file_parallel(&read, &par, |i| parts.take(i));
+    let report = capture.run_source_parallel(file, &par, |i| parts.take(i));
     let wall = start.elapsed().as_secs_f64();
     let mut report = match report {
         Ok(r) => r,

@@ -610,3 +610,64 @@ fn summary_accounts_for_fragments() {
         "{err}"
     );
 }
+
+/// Runs `streamcap ARGS` with `input` on its standard input.
+fn run_with_stdin(args: &[&str], input: Vec<u8>) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // Written from another thread: the pipe holds less than the capture.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("writer");
+    out
+}
+
+#[test]
+fn standard_input_is_read_as_it_comes() {
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/sample.pcap");
+    let bytes = std::fs::read(sample).expect("the shipped sample");
+    let from_file = run(&["flows", "--digest", "-r", sample]);
+    assert_eq!(from_file.status.code(), Some(0), "{}", stderr(&from_file));
+    let from_stdin = run_with_stdin(&["flows", "--digest", "-r", "-"], bytes.clone());
+    assert_eq!(from_stdin.status.code(), Some(0), "{}", stderr(&from_stdin));
+    assert!(!from_stdin.stdout.is_empty());
+    assert_eq!(from_stdin.stdout, from_file.stdout, "the same records");
+    assert!(stderr(&from_stdin).starts_with("streamcap: -\n"));
+
+    // A capture cut short: the same error, named `-`, at the same place.
+    let cut = bytes.len() - 100;
+    let path =
+        std::env::temp_dir().join(format!("streamcap-stdin-cut-{}.pcap", std::process::id()));
+    std::fs::write(&path, &bytes[..cut]).expect("temp file");
+    let file_err = stderr(&run(&["flows", "-r", path.to_str().unwrap_or_default()]));
+    let _ = std::fs::remove_file(&path);
+    let o = run_with_stdin(&["flows", "-r", "-"], bytes[..cut].to_vec());
+    assert_eq!(o.status.code(), Some(1));
+    // The last line, from the record number on (the names differ).
+    let tail = |s: &str| {
+        s.lines()
+            .last()
+            .and_then(|l| l.split_once(": record "))
+            .map(|(_, t)| t.to_string())
+    };
+    assert_eq!(tail(&stderr(&o)), tail(&file_err), "{}", stderr(&o));
+
+    // Several workers would each need to read it from the start.
+    let o = run_with_stdin(&["flows", "--workers", "2", "-r", "-"], bytes);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("read only once, by one worker"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(o.stdout.is_empty());
+}

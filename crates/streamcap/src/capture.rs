@@ -255,13 +255,32 @@ impl Capture {
         K: RunHooks + Send,
         F: Fn(usize) -> (H, K) + Sync,
     {
-        let path = path.as_ref();
-        let file = FileSource::open(path)?;
+        let file = FileSource::open(path.as_ref())?;
+        self.run_source_parallel(file, par, make)
+    }
+
+    /// [`Capture::run_file_parallel`] on a capture already opened (a file
+    /// the caller has checked, or standard input, `-`). The first worker
+    /// reads `file`; each other worker reopens it
+    /// ([`FileSource::reopen`]), which a pipe or other special file cannot
+    /// be: with several workers that fails before any packet is read.
+    pub fn run_source_parallel<H, K, F>(
+        &self,
+        file: FileSource,
+        par: &Parallel,
+        make: F,
+    ) -> Result<ParallelReport<H, K>, SourceError>
+    where
+        H: Handler + Send,
+        K: RunHooks + Send,
+        F: Fn(usize) -> (H, K) + Sync,
+    {
         let n = par.workers.max(1);
-        // One reader per worker: the first takes the one just opened.
-        let mut readers: Vec<Result<FileSource, SourceError>> =
-            (1..n).map(|_| file.reopen()).collect();
-        readers.insert(0, Ok(file));
+        let mut readers = Vec::with_capacity(n);
+        for _ in 1..n {
+            readers.push(file.reopen()?);
+        }
+        readers.insert(0, file);
         let mut cfg = self.cfg.clone();
         cfg.memory_size /= n;
         cfg.max_flows = (cfg.max_flows / n).max(1);
@@ -285,16 +304,8 @@ impl Capture {
                             if n > 1 {
                                 worker = worker.with_shard(shard);
                             }
-                            let run = match reader {
-                                Ok(mut src) => {
-                                    self.drive(&mut worker, &mut src, &mut hooks, Some(stop))
-                                }
-                                Err(e) => Drive {
-                                    error: Some(e),
-                                    stopped: false,
-                                    packets_read: 0,
-                                },
-                            };
+                            let mut src = reader;
+                            let run = self.drive(&mut worker, &mut src, &mut hooks, Some(stop));
                             let stats = worker.finish();
                             WorkerReport {
                                 handler: worker.into_handler(),

@@ -208,7 +208,8 @@ fn prefetch_ahead(data: &[u8], from: usize, pos: usize) -> usize {
 }
 
 impl FileSource {
-    /// Opens a capture file and parses its file header.
+    /// Opens a capture file and parses its file header. The path `-` is
+    /// standard input (read as it comes, like a pipe).
     ///
     /// Fails when the file cannot be read, does not start with a pcap or
     /// pcapng magic number ([`SourceErrorKind::BadMagic`]), or is too short
@@ -238,7 +239,12 @@ impl FileSource {
         limit: Option<u64>,
     ) -> Result<FileSource, SourceError> {
         let io = |e| SourceError::new(path, None, SourceErrorKind::Io(e));
-        let mut window = Window::open_limited(path, window, limit).map_err(io)?;
+        let file = if path == Path::new("-") {
+            Path::new("/dev/stdin")
+        } else {
+            path
+        };
+        let mut window = Window::open_limited(file, window, limit).map_err(io)?;
         let reader = loop {
             match Reader::new(window.bytes()) {
                 // A section header longer than the window: read on.
@@ -254,12 +260,21 @@ impl FileSource {
     }
 
     /// Another reader of the same capture from its first packet: what each
-    /// worker of a multi-worker run reads. A file is opened again, with a
-    /// window of the same size, and read up to the same end as this reader
-    /// (its size when this one was opened); bytes given by the caller are
-    /// shared.
+    /// worker of a multi-worker run reads. A regular file is opened again,
+    /// with a window of the same size, and read up to the same end as this
+    /// reader (its size when this one was opened); bytes given by the caller
+    /// are shared. A pipe, standard input or other special file cannot be
+    /// read twice: that is an error ([`SourceErrorKind::Io`], `Unsupported`).
     pub fn reopen(&self) -> Result<FileSource, SourceError> {
         match &self.input {
+            Input::File(w) if w.limit().is_none() => Err(SourceError::new(
+                &self.path,
+                None,
+                SourceErrorKind::Io(std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "not a regular file (a pipe or standard input): it can be read only once, by one worker",
+                )),
+            )),
             Input::File(w) => FileSource::open_limited(&self.path, w.window(), w.limit()),
             Input::Whole(v) => FileSource::from_shared(self.path.clone(), v.clone()),
         }
