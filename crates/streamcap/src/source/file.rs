@@ -401,11 +401,11 @@ impl PacketSource for FileSource {
                 }
                 // The rest is beyond the window: the next call slides it.
                 Some(Err(fault)) if fault.is_truncation() && !complete => break,
-                None if !complete => break,
                 Some(Err(fault)) => {
                     *failed = true;
                     return Some(fault.into_error(path, base));
                 }
+                // The end of the window, or of the file.
                 None => break,
             }
         }
