@@ -58,8 +58,18 @@ const HISTORY_LETTERS: &[u8; 8] = b"SHADFRTG";
 
 impl History {
     fn push(&mut self, letter: u8, orig: bool) {
-        let Some(i) = HISTORY_LETTERS.iter().position(|&c| c == letter) else {
-            return;
+        // (A match rather than a search of `HISTORY_LETTERS`: the letter is
+        // a constant at every call, so this folds away.)
+        let i = match letter {
+            b'S' => 0,
+            b'H' => 1,
+            b'A' => 2,
+            b'D' => 3,
+            b'F' => 4,
+            b'R' => 5,
+            b'T' => 6,
+            b'G' => 7,
+            _ => return,
         };
         let ev = i + if orig { 0 } else { 8 };
         let bit = 1u16 << ev;
@@ -435,6 +445,10 @@ struct FlowOf {
     key: FlowKey,
     side: Side,
     hash: FlowHash,
+    /// The slot [`Worker::process_batch`]'s grouped look-up found for the
+    /// hash, if any: where the flow probably is (checked against the key
+    /// before use, so a stale or colliding one only costs the full look-up).
+    slot_hint: Option<u32>,
 }
 
 #[cfg(test)]
@@ -1141,7 +1155,7 @@ impl<H: Handler> Worker<H> {
     /// Advances the worker's clock to `now` without a packet (live capture on
     /// an idle link), so that inactivity and flush timeouts still fire. A
     /// time earlier than the clock is ignored.
-    #[inline]
+    #[inline(always)]
     pub fn advance_clock(&mut self, now: Timestamp) {
         if now > self.now {
             self.now = now;
@@ -1300,9 +1314,10 @@ impl<H: Handler> Worker<H> {
             // the group: the reads of one step are independent, so their
             // cache misses overlap.
             let mut found = [None; WARM_GROUP];
-            for (f, p) in found.iter_mut().zip(&prepared) {
+            for (f, p) in found.iter_mut().zip(&mut prepared) {
                 if let Prepared::Ready(r) = p {
                     *f = self.table.probable_slot(r.flow.hash);
+                    r.flow.slot_hint = *f;
                 }
             }
             let mut exts = [[None; 2]; WARM_GROUP];
@@ -1350,7 +1365,11 @@ impl<H: Handler> Worker<H> {
     /// [`Worker::process_batch`].
     #[inline]
     fn prepare<'p>(&self, pkt: &RawPacket<'p>) -> Prepared<'p> {
-        let Ok(net) = decode_ip(pkt.link, pkt.data) else {
+        // Used in place: moving the decoded packet out of the `Result`
+        // copied it in 8-byte words across the narrower stores that had just
+        // written it, which stalls (no store-to-load forwarding).
+        let decoded = decode_ip(pkt.link, pkt.data);
+        let Ok(net) = &decoded else {
             return Prepared::Slow;
         };
         if net.fragment.is_some() {
@@ -1359,13 +1378,13 @@ impl<H: Handler> Worker<H> {
         if self
             .shard
             .as_ref()
-            .is_some_and(|s| !s.owns_packet(&net, net.payload))
+            .is_some_and(|s| !s.owns_packet(net, net.payload))
         {
             return Prepared::NotMine;
         }
         match decode_transport(net.proto, net.payload, net.payload_wire_len) {
             Ok(transport) => Prepared::Ready(Ready {
-                flow: self.flow_of(&net, &transport),
+                flow: self.flow_of(net, &transport),
                 transport,
                 ip_len: net.ip_len,
                 proto: net.proto,
@@ -1388,6 +1407,17 @@ impl<H: Handler> Worker<H> {
             key,
             side,
             hash: self.table.hash_of(&key),
+            slot_hint: None,
+        }
+    }
+
+    /// The slot of `flow`, if the table has it: its hint when that slot
+    /// holds the key, else a full look-up.
+    #[inline]
+    fn find_flow(&self, flow: &FlowOf) -> Option<u32> {
+        match flow.slot_hint {
+            Some(i) if self.table.entry(i).is_some_and(|(k, _)| *k == flow.key) => Some(i),
+            _ => self.table.find_hashed(&flow.key, flow.hash),
         }
     }
 
@@ -1572,7 +1602,7 @@ impl<H: Handler> Worker<H> {
     ) {
         let ts = frame.ts;
         let side = flow.side;
-        let idx = match self.table.find_hashed(&flow.key, flow.hash) {
+        let idx = match self.find_flow(flow) {
             Some(i) => i,
             None => self.create_conn(frame, flow, side, kind),
         };
@@ -1626,7 +1656,7 @@ impl<H: Handler> Worker<H> {
         let side = flow.side;
         let f = seg.flags;
         let pure_syn = f.syn() && !f.ack();
-        let idx = match self.table.find_hashed(&flow.key, flow.hash) {
+        let idx = match self.find_flow(flow) {
             Some(i) => {
                 let reuse = pure_syn
                     && self.table.get(i).is_some_and(|c| {

@@ -53,7 +53,7 @@ impl Direction {
 /// bits, so the canonical order is the order of the address bytes) with a
 /// family flag, so keys are small, `Copy`, and cheap to order, compare and
 /// hash.
-#[derive(Copy, Clone, PartialEq, Eq)]
+#[derive(Copy, Clone)]
 pub struct FlowKey {
     a: u128,
     b: u128,
@@ -72,6 +72,29 @@ fn addr_bits(ip: IpAddr) -> (u128, bool) {
     }
 }
 
+impl FlowKey {
+    /// The fields other than the addresses, packed in one word (as hashed).
+    #[inline]
+    fn rest(&self) -> u128 {
+        u128::from(self.a_port)
+            | u128::from(self.b_port) << 16
+            | u128::from(self.proto) << 32
+            | u128::from(self.v6) << 40
+            | u128::from(self.vlan) << 64
+    }
+}
+
+impl PartialEq for FlowKey {
+    /// Field by field, without a branch per field (a key comparison is on
+    /// every packet's path).
+    #[inline]
+    fn eq(&self, o: &Self) -> bool {
+        ((self.a ^ o.a) | (self.b ^ o.b) | (self.rest() ^ o.rest())) == 0
+    }
+}
+
+impl Eq for FlowKey {}
+
 impl Hash for FlowKey {
     /// Feeds every field to the (keyed) hasher as three words, consistent
     /// with the derived `Eq`: equal keys write equal words.
@@ -79,13 +102,7 @@ impl Hash for FlowKey {
     fn hash<H: Hasher>(&self, h: &mut H) {
         h.write_u128(self.a);
         h.write_u128(self.b);
-        h.write_u128(
-            u128::from(self.a_port)
-                | u128::from(self.b_port) << 16
-                | u128::from(self.proto) << 32
-                | u128::from(self.v6) << 40
-                | u128::from(self.vlan) << 64,
-        );
+        h.write_u128(self.rest());
     }
 }
 
