@@ -65,13 +65,15 @@ pub fn run(data: &[u8]) {
     }
     // Window and batch sizes from the input's length, so that records
     // straddle window ends in every way: windows of 1 to 64 bytes, batches
-    // of 0 (packet by packet) to 6 packets.
+    // of 0 (packet by packet) to 6 packets, read on this thread or (every
+    // other length) by a read-ahead thread.
     let window = data.len() % 64 + 1;
     let batch = data.len() / 64 % 7;
-    let windowed = render(FileSource::open_with_window(&path, window), batch);
+    let ahead = data.len() / 448 % 2 == 1;
+    let windowed = render(FileSource::open_with_window(&path, window, ahead), batch);
     let _ = std::fs::remove_file(&path);
     assert_eq!(
         whole, windowed,
-        "window of {window} bytes, batches of {batch}"
+        "window of {window} bytes, batches of {batch}, read-ahead {ahead}"
     );
 }

@@ -277,10 +277,10 @@ impl Capture {
     }
 
     /// [`Capture::run_file_parallel`] on a capture already opened (a file
-    /// the caller has checked, or standard input, `-`). The first worker
-    /// reads `file`; each other worker reopens it
-    /// ([`FileSource::reopen`]), which a pipe or other special file cannot
-    /// be: with several workers that fails before any packet is read.
+    /// the caller has checked, or standard input, `-`). One worker reads
+    /// `file`; several each reopen it ([`FileSource::reopen`], read on the
+    /// worker's own thread), which a pipe or other special file cannot be:
+    /// with several workers that fails before any packet is read.
     pub fn run_source_parallel<H, K, F>(
         &self,
         file: FileSource,
@@ -293,11 +293,18 @@ impl Capture {
         F: Fn(usize) -> (H, K) + Sync,
     {
         let n = par.workers.max(1);
-        let mut readers = Vec::with_capacity(n);
-        for _ in 1..n {
-            readers.push(file.reopen()?);
-        }
-        readers.insert(0, file);
+        // One worker keeps the source as opened (a file read ahead by a
+        // thread of its own: see `FileSource::open`). Several each read
+        // their own copy on their own thread: a read-ahead thread beside
+        // them would compete for their cores (with two workers on two
+        // cores it made `flows` 10 % slower).
+        let readers = if n == 1 {
+            vec![file]
+        } else {
+            (0..n)
+                .map(|_| file.reopen())
+                .collect::<Result<Vec<_>, _>>()?
+        };
         let mut cfg = self.cfg.clone();
         cfg.memory_size /= n;
         cfg.max_flows = (cfg.max_flows / n).max(1);

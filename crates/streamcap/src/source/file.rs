@@ -214,29 +214,39 @@ impl FileSource {
     /// Fails when the file cannot be read, does not start with a pcap or
     /// pcapng magic number ([`SourceErrorKind::BadMagic`]), or is too short
     /// to hold the file header ([`SourceErrorKind::Truncated`]).
+    ///
+    /// A file larger than the read window (1 MiB), and a pipe, is read by a
+    /// thread of its own, a window ahead of the packets handed out, so that
+    /// the kernel's copy of the file runs beside the worker (see
+    /// `source/window.rs`). [`FileSource::reopen`] reads on the caller's
+    /// thread, as several workers already share the cores.
     pub fn open(path: impl AsRef<Path>) -> Result<FileSource, SourceError> {
-        FileSource::open_with_window(path, super::window::WINDOW)
+        FileSource::open_limited(path.as_ref(), super::window::WINDOW, None, true)
     }
 
     /// [`FileSource::open`] reading the file through a window of `window`
     /// bytes instead of the default 1 MiB (a record or block longer than the
-    /// window widens it while it is read). The packets are the same whatever
-    /// the size; small windows exercise the sliding in tests and fuzzing.
-    /// Reading stops at the file's size when it is opened, even if the
-    /// file grows meanwhile.
+    /// window widens it while it is read), on the caller's thread, or with
+    /// `ahead` by a read-ahead thread as [`FileSource::open`] does. The
+    /// packets are the same whatever the size and the thread; small windows
+    /// exercise the sliding in tests and fuzzing. Reading stops at the
+    /// file's size when it is opened, even if the file grows meanwhile.
     pub fn open_with_window(
         path: impl AsRef<Path>,
         window: usize,
+        ahead: bool,
     ) -> Result<FileSource, SourceError> {
-        FileSource::open_limited(path.as_ref(), window, None)
+        FileSource::open_limited(path.as_ref(), window, None, ahead)
     }
 
     /// Opens `path` with a window of `window` bytes, reading at most `limit`
-    /// bytes of it (`None`: its size now).
+    /// bytes of it (`None`: its size now), with or without a read-ahead
+    /// thread.
     fn open_limited(
         path: &Path,
         window: usize,
         limit: Option<u64>,
+        ahead: bool,
     ) -> Result<FileSource, SourceError> {
         let io = |e| SourceError::new(path, None, SourceErrorKind::Io(e));
         let file = if path == Path::new("-") {
@@ -244,7 +254,7 @@ impl FileSource {
         } else {
             path
         };
-        let mut window = Window::open_limited(file, window, limit).map_err(io)?;
+        let mut window = Window::open_limited(file, window, limit, ahead).map_err(io)?;
         let reader = loop {
             match Reader::new(window.bytes()) {
                 // A section header longer than the window: read on.
@@ -275,7 +285,7 @@ impl FileSource {
                     "not a regular file (a pipe or standard input): it can be read only once, by one worker",
                 )),
             )),
-            Input::File(w) => FileSource::open_limited(&self.path, w.window(), w.limit()),
+            Input::File(w) => FileSource::open_limited(&self.path, w.window(), w.limit(), false),
             Input::Whole(v) => FileSource::from_shared(self.path.clone(), v.clone()),
         }
     }
@@ -466,8 +476,9 @@ pub(super) mod window_check {
     }
 
     /// Writes `bytes` to a file and checks that windows of several sizes
-    /// (down to one byte) and batch sizes (0: packet by packet) give the
-    /// packets, errors and error positions of `FileSource::from_bytes`.
+    /// (down to one byte; from 64 bytes also by a read-ahead thread) and
+    /// batch sizes (0: packet by packet) give the packets,
+    /// errors and error positions of `FileSource::from_bytes`.
     pub(crate) fn assert_windows_agree(bytes: &[u8], name: &str) {
         let path = std::env::temp_dir().join(format!(
             "streamcap-window-check-{}-{name}",
@@ -481,8 +492,16 @@ pub(super) mod window_check {
         let reference = render(FileSource::from_bytes(&path, bytes.to_vec()), 64);
         for window in [1, 5, 64, 300, 4096, 1 << 20] {
             for batch in [0, 1, 3, 64] {
-                let got = render(FileSource::open_with_window(&path, window), batch);
-                assert_eq!(got, reference, "{name}: window {window}, batch {batch}");
+                // (Read-ahead with windows below 64 bytes only costs thread
+                // hand-overs: 64 already puts most records across buffers,
+                // some within the headroom and some beyond it.)
+                for ahead in [false, true].into_iter().filter(|&a| !a || window >= 64) {
+                    let got = render(FileSource::open_with_window(&path, window, ahead), batch);
+                    assert_eq!(
+                        got, reference,
+                        "{name}: window {window}, batch {batch}, read-ahead {ahead}"
+                    );
+                }
             }
         }
         std::fs::remove_file(&path).expect("temp file");

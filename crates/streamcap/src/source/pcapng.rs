@@ -710,7 +710,7 @@ mod tests {
         ng.idb(1, 0, &[]).epb(1, 2, &[2; 60]);
         let path = std::env::temp_dir().join(format!("streamcap-ng-run-{}", std::process::id()));
         std::fs::write(&path, &ng.out).unwrap();
-        let mut src = FileSource::open_with_window(&path, 4096).unwrap();
+        let mut src = FileSource::open_with_window(&path, 4096, false).unwrap();
         let (mut packets, mut widest) = (0, 0);
         loop {
             let mut batch = Vec::new();
