@@ -176,19 +176,24 @@ impl Window {
             Ok(n) if n > 0 && n < window => n + 1,
             _ => window,
         };
-        let mut w = Window {
-            feed: Feed::Inline(file),
+        let mut w = Window::new(Feed::Inline(file), window, vec![0; len], size, limit);
+        w.fill()?;
+        Ok(w)
+    }
+
+    /// A window at the file's start that has read nothing yet.
+    fn new(feed: Feed, window: usize, buf: Vec<u8>, size: u64, limit: Option<u64>) -> Window {
+        Window {
+            feed,
             window,
-            buf: vec![0; len],
+            buf,
             start: 0,
             filled: 0,
             base: 0,
             eof: false,
             size,
             limit,
-        };
-        w.fill()?;
-        Ok(w)
+        }
     }
 
     /// Starts the read-ahead thread and takes its first buffer.
@@ -204,21 +209,12 @@ impl Window {
         std::thread::Builder::new()
             .name("streamcap-read".into())
             .spawn(move || read_ahead(file, window, headroom, limit, free_rx, full_tx))?;
-        let mut w = Window {
-            feed: Feed::Ahead(Ahead {
-                full: full_rx,
-                free: free_tx,
-                holds_ring_buffer: false,
-            }),
-            window,
-            buf: Vec::new(),
-            start: 0,
-            filled: 0,
-            base: 0,
-            eof: false,
-            size,
-            limit,
-        };
+        let feed = Feed::Ahead(Ahead {
+            full: full_rx,
+            free: free_tx,
+            holds_ring_buffer: false,
+        });
+        let mut w = Window::new(feed, window, Vec::new(), size, limit);
         w.take_next()?;
         Ok(w)
     }
