@@ -1365,9 +1365,8 @@ impl<H: Handler> Worker<H> {
     /// [`Worker::process_batch`].
     #[inline]
     fn prepare<'p>(&self, pkt: &RawPacket<'p>) -> Prepared<'p> {
-        // Used in place: moving the decoded packet out of the `Result`
-        // copied it in 8-byte words across the narrower stores that had just
-        // written it, which stalls (no store-to-load forwarding).
+        // Used in place: moving the decoded packet out of the `Result` cost
+        // a copy of it (bench/README.md, eighth session).
         let decoded = decode_ip(pkt.link, pkt.data);
         let Ok(net) = &decoded else {
             return Prepared::Slow;
