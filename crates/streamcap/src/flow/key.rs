@@ -97,7 +97,8 @@ impl Eq for FlowKey {}
 
 impl Hash for FlowKey {
     /// Feeds every field to the (keyed) hasher as three words, consistent
-    /// with the derived `Eq`: equal keys write equal words.
+    /// with `Eq` (which compares the same words): equal keys write equal
+    /// words.
     #[inline]
     fn hash<H: Hasher>(&self, h: &mut H) {
         h.write_u128(self.a);
@@ -231,6 +232,33 @@ mod tests {
         assert_ne!(k1, k3);
         assert_eq!(k3.vlan(), Some(5));
         assert_eq!(k3.inner_vlan(), None);
+    }
+
+    /// Keys that differ in any one field are unequal (the branch-free
+    /// comparison packs the ports, protocol, family and VLAN tags in one
+    /// word: no field may shadow another).
+    #[test]
+    fn every_field_takes_part_in_equality() {
+        let x: IpAddr = "10.0.0.1".parse().unwrap();
+        let y: IpAddr = "10.0.0.2".parse().unwrap();
+        let (base, _) = FlowKey::new(x, 1000, y, 80, 6, 0);
+        let mut others = vec![
+            FlowKey::new("10.0.0.3".parse().unwrap(), 1000, y, 80, 6, 0).0,
+            FlowKey::new(x, 1000, "10.0.0.4".parse().unwrap(), 80, 6, 0).0,
+            FlowKey::new(x, 1001, y, 80, 6, 0).0,
+            FlowKey::new(x, 1000, y, 81, 6, 0).0,
+            FlowKey::new(x, 1000, y, 80, 17, 0).0,
+            FlowKey::new(x, 1000, y, 80, 6, 1).0,
+            FlowKey::new(x, 1000, y, 80, 6, 1 << 31).0,
+        ];
+        // The same address bits, but IPv6.
+        let mut v6 = base;
+        v6.v6 = true;
+        others.push(v6);
+        for o in others {
+            assert_ne!(base, o, "{o:?}");
+        }
+        assert_eq!(base, FlowKey::new(y, 80, x, 1000, 6, 0).0);
     }
 
     #[test]
