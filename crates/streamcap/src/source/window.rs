@@ -14,9 +14,9 @@
 //! does the reading, a window ahead of the worker, into a pair of
 //! buffers: the kernel's copy then runs on another core, beside the worker
 //! instead of in its way (on the 2 M-packet traces, interleaved runs: `flows`
-//! on small packets 0.186 → 0.168 s, `streams` on `campus` 0.758 → 0.709 s,
-//! for about 5 % more CPU time in all). The bytes, offsets, end and errors
-//! are the same either way.
+//! on small packets 0.186 → 0.170 s, `streams` on `campus` 0.803 → 0.734 s,
+//! for about 5 % more CPU time in all; bench/README.md, eighth session).
+//! The bytes, offsets, end and errors are the same either way.
 
 use std::fs::File;
 use std::io::{self, Read};
