@@ -1313,15 +1313,17 @@ impl<H: Handler> Worker<H> {
             // Each step reads what the one before found, for every frame of
             // the group: the reads of one step are independent, so their
             // cache misses overlap.
-            let mut found = [None; WARM_GROUP];
-            for (f, p) in found.iter_mut().zip(&mut prepared) {
+            for p in &mut prepared {
                 if let Prepared::Ready(r) = p {
-                    *f = self.table.probable_slot(r.flow.hash);
-                    r.flow.slot_hint = *f;
+                    r.flow.slot_hint = self.table.probable_slot(r.flow.hash);
                 }
             }
             let mut exts = [[None; 2]; WARM_GROUP];
-            for (e, idx) in exts.iter_mut().zip(found) {
+            for (e, p) in exts.iter_mut().zip(&prepared) {
+                let idx = match p {
+                    Prepared::Ready(r) => r.flow.slot_hint,
+                    _ => None,
+                };
                 if let Some(i) = idx {
                     // Where the flow's last activity goes (its own array).
                     self.table.warm_expiry(i);
