@@ -90,6 +90,29 @@ impl Reader {
         }
     }
 
+    /// [`Reader::next`] for the batch loop: pushes the packet onto `out`
+    /// instead of returning it. A pcap record is then built in the vector's
+    /// slot; returned, it was built on the stack and copied in 16-byte
+    /// loads across its field-sized stores, which the CPU cannot forward
+    /// (5 % of `flows`' samples on small packets sat on that copy).
+    #[inline(always)]
+    fn next_into<'a>(
+        &mut self,
+        data: &'a [u8],
+        out: &mut Vec<RawPacket<'a>>,
+    ) -> Option<Result<(), Fault>> {
+        match self {
+            Reader::Pcap(r) => r.next_with(data, |p| out.push(p)),
+            Reader::Pcapng(r) => match r.next(data)? {
+                Ok(p) => {
+                    out.push(p);
+                    Some(Ok(()))
+                }
+                Err(e) => Some(Err(e)),
+            },
+        }
+    }
+
     /// The offset in the data of the next record.
     #[inline]
     fn position(&self) -> usize {
@@ -184,7 +207,17 @@ pub struct FileSource {
     failed: bool,
     /// Offset in the data up to which the reader asked the CPU to prefetch.
     prefetched: usize,
+    /// Whether the last batch's records were long enough on average for
+    /// the reader to prefetch ahead of them (see [`SPARSE_RECORD`]).
+    sparse: bool,
 }
+
+/// Mean record length (header included) from which a batch's records are
+/// prefetched, bytes. Shorter records are read line after line, which the
+/// CPU's own prefetcher follows; prefetching them too cost 5 % of `flows`
+/// on small packets (60–130 bytes), while on the `campus` trace (790 bytes
+/// on average) it saves 2 % of `streams`.
+const SPARSE_RECORD: usize = 256;
 
 /// How far ahead of the reader the data is prefetched, bytes.
 const PREFETCH_AHEAD: usize = 8 << 10;
@@ -309,6 +342,7 @@ impl FileSource {
             reader,
             failed: false,
             prefetched: 0,
+            sparse: true,
         }
     }
 
@@ -396,18 +430,21 @@ impl PacketSource for FileSource {
             failed,
             path,
             prefetched,
+            sparse,
             ..
         } = self;
         let base = input.base();
         let complete = input.complete();
         let input: &'s Input = input;
         let data = input.bytes();
+        let (first, start, prefetch) = (out.len(), reader.position(), *sparse);
         while out.len() < max {
-            match reader.next(data) {
-                Some(Ok(packet)) => {
-                    let pos = reader.position();
-                    *prefetched = prefetch_ahead(data, (*prefetched).max(pos), pos);
-                    out.push(packet)
+            match reader.next_into(data, out) {
+                Some(Ok(())) => {
+                    if prefetch {
+                        let pos = reader.position();
+                        *prefetched = prefetch_ahead(data, (*prefetched).max(pos), pos);
+                    }
                 }
                 // The rest is beyond the window: the next call slides it.
                 Some(Err(fault)) if fault.is_truncation() && !complete => break,
@@ -418,6 +455,10 @@ impl PacketSource for FileSource {
                 // The end of the window, or of the file.
                 None => break,
             }
+        }
+        if let Some(mean) = (reader.position().saturating_sub(start)).checked_div(out.len() - first)
+        {
+            *sparse = mean >= SPARSE_RECORD;
         }
         None
     }
@@ -514,6 +555,38 @@ mod tests {
     use crate::source::{PacketSource, SourceErrorKind};
     use std::collections::HashMap;
     use std::path::{Path, PathBuf};
+
+    /// The reader prefetches ahead of a batch only when the batch before
+    /// it had long records on average; the packets are the same either way.
+    #[test]
+    fn prefetches_only_after_long_records() {
+        let mut bytes = vec![0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0];
+        bytes.extend_from_slice(&[0; 8]);
+        bytes.extend_from_slice(&65535u32.to_le_bytes());
+        bytes.extend_from_slice(&1u32.to_le_bytes());
+        // Four short records, then four long ones.
+        for len in [60u32, 60, 60, 60, 1000, 1000, 1000, 1000] {
+            for v in [1u32, 0, len, len] {
+                bytes.extend_from_slice(&v.to_le_bytes());
+            }
+            bytes.extend(std::iter::repeat_n(len as u8, len as usize));
+        }
+        let mut src = FileSource::from_bytes("mem.pcap", bytes).unwrap();
+        assert!(src.sparse, "prefetching starts on");
+        let mut lens = Vec::new();
+        let mut after = Vec::new();
+        loop {
+            let mut batch = Vec::new();
+            assert!(src.next_batch(&mut batch, 4).is_none());
+            if batch.is_empty() {
+                break;
+            }
+            lens.extend(batch.iter().map(|p| p.data.len()));
+            after.push(src.sparse);
+        }
+        assert_eq!(lens, [60, 60, 60, 60, 1000, 1000, 1000, 1000]);
+        assert_eq!(after, [false, true]);
+    }
 
     #[test]
     fn open_missing_file() {

@@ -188,6 +188,16 @@ impl PcapReader {
     /// loop; every fault is built by [`PcapReader::fault`], out of line.
     #[inline(always)]
     pub(super) fn next<'a>(&mut self, data: &'a [u8]) -> Option<Result<RawPacket<'a>, Fault>> {
+        self.next_with(data, |p| p)
+    }
+
+    /// [`PcapReader::next`], handing the packet to `emit` in place.
+    #[inline(always)]
+    pub(super) fn next_with<'a, R>(
+        &mut self,
+        data: &'a [u8],
+        emit: impl FnOnce(RawPacket<'a>) -> R,
+    ) -> Option<Result<R, Fault>> {
         let pos = self.pos;
         let rest = data.get(pos..).filter(|r| !r.is_empty())?;
         // The whole record header at once: one bounds check, and the four
@@ -199,7 +209,7 @@ impl PcapReader {
                     let record = self.records.saturating_add(1);
                     self.pos = pos + RECORD_HEADER_LEN + caplen as usize;
                     self.records = record;
-                    return Some(Ok(RawPacket {
+                    return Some(Ok(emit(RawPacket {
                         ts: Timestamp::from_secs_nanos(
                             u64::from(secs),
                             u64::from(frac) * self.frac_unit_ns,
@@ -211,7 +221,7 @@ impl PcapReader {
                         orig_len: orig_len.max(caplen),
                         record,
                         interface: 0,
-                    }));
+                    })));
                 }
             }
         }
