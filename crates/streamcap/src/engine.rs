@@ -1308,7 +1308,7 @@ impl<H: Handler> Worker<H> {
             // (Slots past the end of a short last group stay unused.)
             let mut prepared = [const { Prepared::Slow }; WARM_GROUP];
             for (slot, p) in prepared.iter_mut().zip(group) {
-                *slot = self.prepare(p);
+                self.prepare(p, slot);
             }
             // Each step reads what the one before found, for every frame of
             // the group: the reads of one step are independent, so their
@@ -1364,33 +1364,36 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Decodes a whole packet this worker owns down to its flow, for
-    /// [`Worker::process_batch`].
+    /// [`Worker::process_batch`], into `slot` (which stays as it is, `Slow`,
+    /// for a fragment or a packet that does not decode). Written in place:
+    /// returned, the result was copied into the slot (callgrind, `flows` on
+    /// 300 k small packets: 380.3 M → 369.7 M instructions).
     #[inline]
-    fn prepare<'p>(&self, pkt: &RawPacket<'p>) -> Prepared<'p> {
+    fn prepare<'p>(&self, pkt: &RawPacket<'p>, slot: &mut Prepared<'p>) {
         // Used in place: moving the decoded packet out of the `Result` cost
         // a copy of it (bench/README.md, eighth session).
         let decoded = decode_ip(pkt.link, pkt.data);
         let Ok(net) = &decoded else {
-            return Prepared::Slow;
+            return;
         };
         if net.fragment.is_some() {
-            return Prepared::Slow;
+            return;
         }
         if self
             .shard
             .as_ref()
             .is_some_and(|s| !s.owns_packet(net, net.payload))
         {
-            return Prepared::NotMine;
+            *slot = Prepared::NotMine;
+            return;
         }
-        match decode_transport(net.proto, net.payload, net.payload_wire_len) {
-            Ok(transport) => Prepared::Ready(Ready {
+        if let Ok(transport) = decode_transport(net.proto, net.payload, net.payload_wire_len) {
+            *slot = Prepared::Ready(Ready {
                 flow: self.flow_of(net, &transport),
                 transport,
                 ip_len: net.ip_len,
                 proto: net.proto,
-            }),
-            Err(_) => Prepared::Slow,
+            });
         }
     }
 
