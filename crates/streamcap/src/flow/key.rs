@@ -57,11 +57,10 @@ impl Direction {
 pub struct FlowKey {
     a: u128,
     b: u128,
-    a_port: u16,
-    b_port: u16,
-    proto: u8,
-    v6: bool,
-    vlan: u32,
+    /// The other fields packed in one word, as [`FlowKey::pack`] lays them
+    /// out: equality and hashing take the key as three words (the struct is
+    /// 48 bytes either way).
+    rest: u128,
 }
 
 #[inline]
@@ -73,14 +72,26 @@ fn addr_bits(ip: IpAddr) -> (u128, bool) {
 }
 
 impl FlowKey {
-    /// The fields other than the addresses, packed in one word (as hashed).
+    /// The fields other than the addresses in one word.
     #[inline]
-    fn rest(&self) -> u128 {
-        u128::from(self.a_port)
-            | u128::from(self.b_port) << 16
-            | u128::from(self.proto) << 32
-            | u128::from(self.v6) << 40
-            | u128::from(self.vlan) << 64
+    fn pack(a_port: u16, b_port: u16, proto: u8, v6: bool, vlan: u32) -> u128 {
+        u128::from(a_port)
+            | u128::from(b_port) << 16
+            | u128::from(proto) << 32
+            | u128::from(v6) << 40
+            | u128::from(vlan) << 64
+    }
+
+    fn a_port(&self) -> u16 {
+        self.rest as u16
+    }
+
+    fn b_port(&self) -> u16 {
+        (self.rest >> 16) as u16
+    }
+
+    fn v6(&self) -> bool {
+        (self.rest >> 40) & 1 != 0
     }
 }
 
@@ -89,7 +100,7 @@ impl PartialEq for FlowKey {
     /// every packet's path).
     #[inline]
     fn eq(&self, o: &Self) -> bool {
-        ((self.a ^ o.a) | (self.b ^ o.b) | (self.rest() ^ o.rest())) == 0
+        ((self.a ^ o.a) | (self.b ^ o.b) | (self.rest ^ o.rest)) == 0
     }
 }
 
@@ -103,7 +114,7 @@ impl Hash for FlowKey {
     fn hash<H: Hasher>(&self, h: &mut H) {
         h.write_u128(self.a);
         h.write_u128(self.b);
-        h.write_u128(self.rest());
+        h.write_u128(self.rest);
     }
 }
 
@@ -133,18 +144,14 @@ impl FlowKey {
             FlowKey {
                 a: s ^ addrs,
                 b: d ^ addrs,
-                a_port: sport ^ ports,
-                b_port: dport ^ ports,
-                proto,
-                v6,
-                vlan,
+                rest: FlowKey::pack(sport ^ ports, dport ^ ports, proto, v6, vlan),
             },
             if swap { Side::B } else { Side::A },
         )
     }
 
     fn ip(&self, bits: u128) -> IpAddr {
-        if self.v6 {
+        if self.v6() {
             IpAddr::V6(Ipv6Addr::from_bits(bits))
         } else {
             IpAddr::V4(Ipv4Addr::from_bits((bits >> 96) as u32))
@@ -154,41 +161,41 @@ impl FlowKey {
     /// The address and port of one side.
     pub fn endpoint(&self, side: Side) -> (IpAddr, u16) {
         match side {
-            Side::A => (self.ip(self.a), self.a_port),
-            Side::B => (self.ip(self.b), self.b_port),
+            Side::A => (self.ip(self.a), self.a_port()),
+            Side::B => (self.ip(self.b), self.b_port()),
         }
     }
 
     /// Whether the protocol carries ports in the key (TCP, UDP).
     pub fn has_ports(&self) -> bool {
-        matches!(self.proto, 6 | 17)
+        matches!(self.proto(), 6 | 17)
     }
 
     /// The lower of the two ports (the service port, usually): the locality
     /// fan-out's bucket.
     pub fn min_port(&self) -> u16 {
-        self.a_port.min(self.b_port)
+        self.a_port().min(self.b_port())
     }
 
     /// The transport protocol number.
     pub fn proto(&self) -> u8 {
-        self.proto
+        (self.rest >> 32) as u8
     }
 
     /// The folded VLAN tags (0 when untagged).
     pub fn vlan_key(&self) -> u32 {
-        self.vlan
+        (self.rest >> 64) as u32
     }
 
     /// The outer VLAN id, if tagged.
     pub fn vlan(&self) -> Option<u16> {
-        let o = self.vlan >> 16;
+        let o = self.vlan_key() >> 16;
         (o != 0).then(|| (o - 1) as u16)
     }
 
     /// The inner VLAN id of a QinQ frame.
     pub fn inner_vlan(&self) -> Option<u16> {
-        let i = self.vlan & 0xffff;
+        let i = self.vlan_key() & 0xffff;
         (i != 0).then(|| (i - 1) as u16)
     }
 }
@@ -197,9 +204,9 @@ impl fmt::Debug for FlowKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (a, ap) = self.endpoint(Side::A);
         let (b, bp) = self.endpoint(Side::B);
-        write!(f, "{} {a}:{ap} <-> {b}:{bp}", self.proto)?;
-        if self.vlan != 0 {
-            write!(f, " vlan {:#x}", self.vlan)?;
+        write!(f, "{} {a}:{ap} <-> {b}:{bp}", self.proto())?;
+        if self.vlan_key() != 0 {
+            write!(f, " vlan {:#x}", self.vlan_key())?;
         }
         Ok(())
     }
@@ -244,7 +251,7 @@ mod tests {
         ];
         // The same address bits, but IPv6.
         let mut v6 = base;
-        v6.v6 = true;
+        v6.rest |= 1 << 40;
         others.push(v6);
         for o in others {
             assert_ne!(base, o, "{o:?}");
