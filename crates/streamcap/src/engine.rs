@@ -1417,7 +1417,7 @@ impl<H: Handler> Worker<H> {
 
     /// The slot of `flow`, if the table has it: its hint when that slot
     /// holds the key, else a full look-up.
-    #[inline]
+    #[inline(always)]
     fn find_flow(&self, flow: &FlowOf) -> Option<u32> {
         match flow.slot_hint {
             Some(i) if self.table.entry(i).is_some_and(|(k, _)| *k == flow.key) => Some(i),
@@ -1554,6 +1554,7 @@ impl<H: Handler> Worker<H> {
 
     /// Marks the direction as created (firing `on_create`) and counts the
     /// packet (a reassembled datagram counts its fragments and their IP bytes).
+    #[inline(always)]
     fn begin_packet(&mut self, idx: u32, side: Side, ip_len: u32, ts: Timestamp) {
         let (pkts, bytes) = match self.frag_wire {
             Some(w) => (u64::from(w.fragments), w.ip_bytes),
