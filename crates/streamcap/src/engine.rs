@@ -453,12 +453,13 @@ struct FlowOf {
 
 #[cfg(test)]
 thread_local! {
-    /// Tests turn the statistics-only fast path off to compare it with the
-    /// general path.
+    /// Tests turn the fast paths (statistics-only segments, plain IPv4
+    /// frames) off to compare them with the general path.
     static GENERAL_PATH_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether `Cx::discard_in_order` may take a segment (always, outside tests).
+/// Whether the fast paths may be taken: `Cx::discard_in_order` for a
+/// segment, `Worker::prepare_plain_ipv4` for a frame (always, outside tests).
 #[inline(always)]
 fn fast_path_enabled() -> bool {
     #[cfg(test)]
@@ -1370,6 +1371,10 @@ impl<H: Handler> Worker<H> {
     /// 300 k small packets: 380.3 M → 369.7 M instructions).
     #[inline]
     fn prepare<'p>(&self, pkt: &RawPacket<'p>, slot: &mut Prepared<'p>) {
+        if let Some(r) = self.prepare_plain_ipv4(pkt) {
+            *slot = Prepared::Ready(r);
+            return;
+        }
         // Used in place: moving the decoded packet out of the `Result` cost
         // a copy of it (bench/README.md, eighth session).
         let decoded = decode_ip(pkt.link, pkt.data);
@@ -1395,6 +1400,59 @@ impl<H: Handler> Worker<H> {
                 proto: net.proto,
             });
         }
+    }
+
+    /// [`Worker::prepare`] for the most common frame, read straight from
+    /// its bytes: Ethernet without VLAN tags, an IPv4 header without options
+    /// that is not a fragment, TCP or UDP, one worker. `None` for anything
+    /// else (and for a transport header that does not decode), which the
+    /// general decoder then takes. Same result as the general decoder
+    /// (`fast_path_equals_general_path_in_batches`); it skips building the
+    /// decoded IP packet and reading its addresses back (callgrind, `flows`
+    /// on 300 k small packets: 352.1 M → 334.4 M instructions, 2 % of wall
+    /// time on 2 M).
+    #[inline(always)]
+    fn prepare_plain_ipv4<'p>(&self, pkt: &RawPacket<'p>) -> Option<Ready<'p>> {
+        if pkt.link != crate::LinkType::ETHERNET || self.shard.is_some() || !fast_path_enabled() {
+            return None;
+        }
+        let (eth, b) = pkt.data.split_first_chunk::<14>()?;
+        let h = b.first_chunk::<20>()?;
+        // Ethertype IPv4; version 4 with a 20-byte header; neither "more
+        // fragments" nor a fragment offset.
+        if eth[12..14] != [0x08, 0] || h[0] != 0x45 || (h[6] & 0x3f) != 0 || h[7] != 0 {
+            return None;
+        }
+        let proto = h[9];
+        if proto != 6 && proto != 17 {
+            return None;
+        }
+        // As the general decoder: a total length below the header's (TSO
+        // captures) means the bytes present.
+        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        let ip_len = if total < 20 { b.len() } else { total };
+        let payload = b.get(20..ip_len.min(b.len()))?;
+        let wire = (ip_len - 20) as u32;
+        let transport = decode_transport(proto, payload, wire).ok()?;
+        let (sport, dport) = match &transport {
+            Transport::Tcp(seg) => (seg.src_port, seg.dst_port),
+            Transport::Udp(u) => (u.src_port, u.dst_port),
+            _ => return None,
+        };
+        let src = u128::from(u32::from_be_bytes([h[12], h[13], h[14], h[15]])) << 96;
+        let dst = u128::from(u32::from_be_bytes([h[16], h[17], h[18], h[19]])) << 96;
+        let (key, side) = FlowKey::from_bits(src, sport, dst, dport, proto, false, 0);
+        Some(Ready {
+            flow: FlowOf {
+                key,
+                side,
+                hash: self.table.hash_of(&key),
+                slot_hint: None,
+            },
+            transport,
+            ip_len: ip_len as u32,
+            proto,
+        })
     }
 
     /// The flow of a decoded packet: its key, the packet's side and the
@@ -2212,5 +2270,101 @@ mod tests {
             assert_eq!(fast.1, general.1, "statistics, cutoff {:?}", cfg.cutoff);
             assert!(fast.0 == general.0, "flow ends, cutoff {:?}", cfg.cutoff);
         }
+    }
+
+    /// The batch path (plain IPv4 frames read straight from their bytes)
+    /// gives the same flows and statistics as the general path, on
+    /// generated traffic with VLAN tags, IPv6, fragments, reordering and
+    /// loss, and on every capture of the corpus when it is present.
+    #[test]
+    fn fast_path_equals_general_path_in_batches() {
+        use crate::deliver::{FlowEnd, Handler};
+        use crate::source::{FileSource, PacketSource};
+
+        #[derive(Default)]
+        struct Ends(Vec<String>);
+        impl Handler for Ends {
+            type State = ();
+            fn on_flow_end(&mut self, f: &mut FlowEnd<'_, ()>) {
+                self.0.push(format!(
+                    "{:?} {} {} {:?} {:?}",
+                    f.key(),
+                    f.end_reason().name(),
+                    f.history(),
+                    f.stream(Direction::Orig),
+                    f.stream(Direction::Resp)
+                ));
+            }
+        }
+        let generated = streamcap_gen::Campus::new(streamcap_gen::CampusConfig {
+            seed: 17,
+            packets: 20_000,
+            concurrency: 300,
+            reorder: 0.05,
+            loss: 0.02,
+            fragment: 0.05,
+            ipv6: 0.2,
+            vlan: 0.2,
+            ..streamcap_gen::CampusConfig::default()
+        })
+        .to_bytes()
+        .0;
+        let mut traces = vec![("generated".to_string(), generated)];
+        let corpus =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+        let mut files = Vec::new();
+        let mut dirs = vec![corpus.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
+                    files.push(p);
+                }
+            }
+        }
+        if files.is_empty() {
+            eprintln!(
+                "skipping the corpus part: no captures under {}",
+                corpus.display()
+            );
+        }
+        files.sort();
+        for f in files {
+            if let Ok(bytes) = std::fs::read(&f) {
+                traces.push((f.display().to_string(), bytes));
+            }
+        }
+        let cfg = Config {
+            cutoff: Some(0),
+            measure_processing_time: false,
+            ..Config::default()
+        };
+        let run = |bytes: &[u8], general_only: bool| {
+            GENERAL_PATH_ONLY.with(|c| c.set(general_only));
+            let mut w = Worker::new(cfg.clone(), Ends::default());
+            if let Ok(mut src) = FileSource::from_bytes("batch", bytes.to_vec()) {
+                loop {
+                    let mut batch = Vec::new();
+                    let failed = src.next_batch(&mut batch, 32).is_some();
+                    w.process_batch(&batch);
+                    if failed || batch.is_empty() {
+                        break;
+                    }
+                }
+            }
+            let stats = w.finish();
+            GENERAL_PATH_ONLY.with(|c| c.set(false));
+            (w.into_handler().0, format!("{stats:?}"))
+        };
+        let mut flows = 0;
+        for (name, bytes) in &traces {
+            let (fast, general) = (run(bytes, false), run(bytes, true));
+            assert_eq!(fast.1, general.1, "statistics of {name}");
+            assert!(fast.0 == general.0, "flows of {name}");
+            flows += fast.0.len();
+        }
+        assert!(flows > 1000, "{flows} flows");
     }
 }

@@ -133,7 +133,21 @@ impl FlowKey {
     ) -> (FlowKey, Side) {
         let (s, s6) = addr_bits(src);
         let (d, d6) = addr_bits(dst);
-        let v6 = s6 || d6;
+        FlowKey::from_bits(s, sport, d, dport, proto, s6 || d6, vlan)
+    }
+
+    /// [`FlowKey::new`] from addresses as 128-bit words (an IPv4 address in
+    /// the top 32 bits), `v6` telling which family they are.
+    #[inline]
+    pub(crate) fn from_bits(
+        s: u128,
+        sport: u16,
+        d: u128,
+        dport: u16,
+        proto: u8,
+        v6: bool,
+        vlan: u32,
+    ) -> (FlowKey, Side) {
         // Branch-free: which side sorts first is a coin toss per packet, and
         // a branch on it was mispredicted for about half of them.
         let swap = (d < s) | ((d == s) & (dport < sport));
