@@ -150,6 +150,7 @@ fn be16(b: &[u8], at: usize) -> u16 {
 /// `wire_len` is the payload length on the wire; `payload` may be shorter when
 /// the capture cut the packet. A transport header that is itself cut short is
 /// an error ([`DecodeError::BadTransportHeader`]); a cut payload is not.
+#[inline]
 pub fn decode_transport(
     proto: u8,
     payload: &[u8],
