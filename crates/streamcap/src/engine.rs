@@ -2208,25 +2208,29 @@ mod tests {
     /// loss, duplicates, conflicting retransmissions), every flow's
     /// descriptors and the global statistics are the same with it and
     /// without it, for cutoffs that make it apply.
+    /// Every flow's end as text: key, reason, history and both directions'
+    /// descriptors (for comparing two runs).
+    #[derive(Default)]
+    struct Ends(Vec<String>);
+
+    impl crate::deliver::Handler for Ends {
+        type State = ();
+        fn on_flow_end(&mut self, f: &mut crate::deliver::FlowEnd<'_, ()>) {
+            self.0.push(format!(
+                "{:?} {} {} {:?} {:?}",
+                f.key(),
+                f.end_reason().name(),
+                f.history(),
+                f.stream(Direction::Orig),
+                f.stream(Direction::Resp)
+            ));
+        }
+    }
+
     #[test]
     fn fast_path_equals_general_path() {
-        use crate::deliver::{FlowEnd, Handler};
         use crate::source::{FileSource, PacketSource};
 
-        #[derive(Default)]
-        struct Ends(Vec<String>);
-        impl Handler for Ends {
-            type State = ();
-            fn on_flow_end(&mut self, f: &mut FlowEnd<'_, ()>) {
-                self.0.push(format!(
-                    "{} {} {:?} {:?}",
-                    f.end_reason().name(),
-                    f.history(),
-                    f.stream(Direction::Orig),
-                    f.stream(Direction::Resp)
-                ));
-            }
-        }
         let pcap = streamcap_gen::Campus::new(streamcap_gen::CampusConfig {
             seed: 13,
             packets: 15_000,
@@ -2278,24 +2282,8 @@ mod tests {
     /// loss, and on every capture of the corpus when it is present.
     #[test]
     fn fast_path_equals_general_path_in_batches() {
-        use crate::deliver::{FlowEnd, Handler};
         use crate::source::{FileSource, PacketSource};
 
-        #[derive(Default)]
-        struct Ends(Vec<String>);
-        impl Handler for Ends {
-            type State = ();
-            fn on_flow_end(&mut self, f: &mut FlowEnd<'_, ()>) {
-                self.0.push(format!(
-                    "{:?} {} {} {:?} {:?}",
-                    f.key(),
-                    f.end_reason().name(),
-                    f.history(),
-                    f.stream(Direction::Orig),
-                    f.stream(Direction::Resp)
-                ));
-            }
-        }
         let generated = streamcap_gen::Campus::new(streamcap_gen::CampusConfig {
             seed: 17,
             packets: 20_000,
