@@ -2203,11 +2203,6 @@ mod tests {
         assert!(cli <= 152, "{cli}");
     }
 
-    /// The statistics-only fast path (`Cx::discard_in_order`) gives exactly
-    /// what the general path gives: on an impaired campus trace (reordering,
-    /// loss, duplicates, conflicting retransmissions), every flow's
-    /// descriptors and the global statistics are the same with it and
-    /// without it, for cutoffs that make it apply.
     /// Every flow's end as text: key, reason, history and both directions'
     /// descriptors (for comparing two runs).
     #[derive(Default)]
@@ -2227,6 +2222,11 @@ mod tests {
         }
     }
 
+    /// The statistics-only fast path (`Cx::discard_in_order`) gives exactly
+    /// what the general path gives: on an impaired campus trace (reordering,
+    /// loss, duplicates, conflicting retransmissions), every flow's
+    /// descriptors and the global statistics are the same with it and
+    /// without it, for cutoffs that make it apply.
     #[test]
     fn fast_path_equals_general_path() {
         use crate::source::{FileSource, PacketSource};
