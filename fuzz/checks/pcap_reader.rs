@@ -65,8 +65,8 @@ pub fn run(data: &[u8]) {
     }
     // Window and batch sizes from the input's length, so that records
     // straddle window ends in every way: windows of 1 to 64 bytes, batches
-    // of 0 (packet by packet) to 6 packets, read on this thread or (every
-    // other length) by a read-ahead thread.
+    // of 0 (packet by packet) to 6 packets, read on this thread or (half
+    // the lengths, in runs of 448) by a read-ahead thread.
     let window = data.len() % 64 + 1;
     let batch = data.len() / 64 % 7;
     let ahead = data.len() / 448 % 2 == 1;

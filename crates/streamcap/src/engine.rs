@@ -421,6 +421,17 @@ fn pair<S>(dirs: &mut [DirState<S>; 2], side: Side) -> (&mut DirState<S>, &mut D
     }
 }
 
+/// The ports a flow key takes from a transport header (none for ICMP and
+/// other protocols).
+#[inline]
+fn ports(t: &Transport<'_>) -> (u16, u16) {
+    match t {
+        Transport::Tcp(seg) => (seg.src_port, seg.dst_port),
+        Transport::Udp(u) => (u.src_port, u.dst_port),
+        Transport::Icmp(_) | Transport::Other { .. } => (0, 0),
+    }
+}
+
 /// What [`Worker::process_batch`] learned of a frame before processing it.
 enum Prepared<'a> {
     /// A whole packet of this worker's, decoded down to its flow.
@@ -1438,21 +1449,11 @@ impl<H: Handler> Worker<H> {
         let payload = b.get(20..ip_len.min(b.len()))?;
         let wire = (ip_len - 20) as u32;
         let transport = decode_transport(proto, payload, wire).ok()?;
-        let (sport, dport) = match &transport {
-            Transport::Tcp(seg) => (seg.src_port, seg.dst_port),
-            Transport::Udp(u) => (u.src_port, u.dst_port),
-            _ => return None,
-        };
+        let (sport, dport) = ports(&transport);
         let src = u128::from(u32::from_be_bytes([h[12], h[13], h[14], h[15]])) << 96;
         let dst = u128::from(u32::from_be_bytes([h[16], h[17], h[18], h[19]])) << 96;
-        let (key, side) = FlowKey::from_bits(src, sport, dst, dport, proto, false, 0);
         Some(Ready {
-            flow: FlowOf {
-                key,
-                side,
-                hash: self.table.hash_of(&key),
-                slot_hint: None,
-            },
+            flow: self.flow_of_key(FlowKey::from_bits(src, sport, dst, dport, proto, false, 0)),
             transport,
             ip_len: ip_len as u32,
             proto,
@@ -1463,12 +1464,20 @@ impl<H: Handler> Worker<H> {
     /// key's hash in the flow table.
     #[inline]
     fn flow_of(&self, net: &NetPacket<'_>, t: &Transport<'_>) -> FlowOf {
-        let (sport, dport) = match t {
-            Transport::Tcp(seg) => (seg.src_port, seg.dst_port),
-            Transport::Udp(u) => (u.src_port, u.dst_port),
-            Transport::Icmp(_) | Transport::Other { .. } => (0, 0),
-        };
-        let (key, side) = FlowKey::new(net.src, sport, net.dst, dport, net.proto, net.vlan_key());
+        let (sport, dport) = ports(t);
+        self.flow_of_key(FlowKey::new(
+            net.src,
+            sport,
+            net.dst,
+            dport,
+            net.proto,
+            net.vlan_key(),
+        ))
+    }
+
+    /// A packet's flow from its key and side: the key's hash added.
+    #[inline]
+    fn flow_of_key(&self, (key, side): (FlowKey, Side)) -> FlowOf {
         FlowOf {
             key,
             side,
@@ -2207,6 +2216,19 @@ mod tests {
         assert!(cli <= 152, "{cli}");
     }
 
+    /// `History::push` maps each letter to its position in
+    /// `HISTORY_LETTERS` (the match there and the table must agree).
+    #[test]
+    fn history_letters_match_their_bits() {
+        for (i, &c) in HISTORY_LETTERS.iter().enumerate() {
+            for orig in [true, false] {
+                let mut h = History::default();
+                h.push(c, orig);
+                assert_eq!(h.seen, 1 << (i + if orig { 0 } else { 8 }), "{}", c as char);
+            }
+        }
+    }
+
     /// Every flow's end as text: key, reason, history and both directions'
     /// descriptors (for comparing two runs).
     #[derive(Default)]
@@ -2302,27 +2324,13 @@ mod tests {
         .to_bytes()
         .0;
         let mut traces = vec![("generated".to_string(), generated)];
-        let corpus =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-        let mut files = Vec::new();
-        let mut dirs = vec![corpus.clone()];
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    dirs.push(p);
-                } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
-                    files.push(p);
-                }
-            }
-        }
+        let (corpus, files) = crate::corpus_captures();
         if files.is_empty() {
-            eprintln!(
-                "skipping the corpus part: no captures under {}",
+            crate::skip(format!(
+                "the corpus part: no captures under {}",
                 corpus.display()
-            );
+            ));
         }
-        files.sort();
         for f in files {
             if let Ok(bytes) = std::fs::read(&f) {
                 traces.push((f.display().to_string(), bytes));

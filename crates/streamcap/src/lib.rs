@@ -97,3 +97,31 @@ pub(crate) fn skip(reason: impl std::fmt::Display) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "skipping: {reason}");
 }
+
+/// The shared corpus's folder (beside the repository) and every pcap and
+/// pcapng file under it, sorted; no files when it is absent.
+#[cfg(test)]
+pub(crate) fn corpus_captures() -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path
+                .extension()
+                .is_some_and(|e| e == "pcap" || e == "pcapng")
+            {
+                out.push(path);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let root = root.canonicalize().unwrap_or(root);
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    files.sort();
+    (root, files)
+}

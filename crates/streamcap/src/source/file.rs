@@ -554,7 +554,7 @@ mod tests {
     use super::FileSource;
     use crate::source::{PacketSource, SourceErrorKind};
     use std::collections::HashMap;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     /// The reader prefetches ahead of a batch only when the batch before
     /// it had long records on average; the packets are the same either way.
@@ -621,23 +621,6 @@ mod tests {
         assert_eq!(src.progress(), Some((44, 44)));
     }
 
-    fn capture_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                capture_files(&path, out);
-            } else if path
-                .extension()
-                .is_some_and(|e| e == "pcap" || e == "pcapng")
-            {
-                out.push(path);
-            }
-        }
-    }
-
     /// capinfos' packet count, or `None` if it is not installed or cannot
     /// read the file (damaged files, link types it does not know).
     fn capinfos_count(path: &Path) -> Option<u64> {
@@ -661,15 +644,11 @@ mod tests {
     /// packets before any error as capinfos and the corpus manifest count.
     #[test]
     fn corpus() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-        let root = root.canonicalize().unwrap_or(root);
-        let mut files = Vec::new();
-        capture_files(&root, &mut files);
+        let (root, files) = crate::corpus_captures();
         if files.is_empty() {
             crate::skip(format!("corpus not found at {}", root.display()));
             return;
         }
-        files.sort();
         let manifest: HashMap<String, u64> = std::fs::read_to_string(root.join("MANIFEST.tsv"))
             .unwrap_or_default()
             .lines()
