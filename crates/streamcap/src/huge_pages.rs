@@ -5,16 +5,17 @@
 //! of connections, its hash index, its expiry queues, batch buffers. They
 //! grow by doubling and are touched page by page as flows arrive, so with
 //! 4 KiB pages every 4 KiB of new connections costs a page fault (a minor
-//! fault with its cgroup accounting, about a microsecond here). Under a SYN
-//! flood of 200,000 connections that was 13,000 faults and a third of the
-//! time spent reading packets. With 2 MiB pages the same memory takes a few
-//! dozen faults.
+//! fault with its cgroup accounting, about a microsecond here). A SYN flood
+//! of 200,000 connections (`streamcap flows`, 53 MB peak memory) took
+//! 14,800 page faults in all; with this allocator 6,400, and 0.063 s
+//! instead of 0.073 s.
 //!
 //! Linux gives huge pages to anonymous memory only where the process asked
 //! for them with `madvise(MADV_HUGEPAGE)` when
 //! `/sys/kernel/mm/transparent_hugepage/enabled` is `madvise` (the default
-//! of most distributions). The system allocator does not ask, so this one
-//! does: every allocation or reallocation of at least [`THRESHOLD`] bytes is
+//! of most distributions). glibc's allocator asks only when told to by the
+//! environment (`GLIBC_TUNABLES=glibc.malloc.hugetlb=1`), so this one asks
+//! itself: every allocation or reallocation of at least [`THRESHOLD`] bytes is
 //! advised, over the pages it spans. Small allocations are left alone, so
 //! the memory of a small run does not grow.
 //!
