@@ -23,7 +23,7 @@
 //! the advice changes the contents of no page; a failing `madvise` (huge
 //! pages disabled, an old kernel) changes nothing but speed. What it costs:
 //! a touched 2 MiB block is backed whole, so each large vector may hold up
-//! to 2 MiB more than it uses (200,000 idle connections: 254 instead of
+//! to 2 MiB more than it uses (200,000 idle connections: 248–255 instead of
 //! 246 bytes each; 1,000,000: 246 instead of 245); and with the kernel's
 //! `defrag` setting at `madvise` (the default), a fault may compact memory
 //! to find a huge page.
