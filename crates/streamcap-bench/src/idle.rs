@@ -10,6 +10,12 @@
 //! stacks, no file pages) is sampled from `/proc/PID/status` every
 //! millisecond while it runs; its maximum gives a second figure that needs
 //! no subtraction (it can miss a spike shorter than the sampling period).
+//! A third figure, *marginal*, divides the growth between two consecutive
+//! sizes by the connections added: memory that both runs hold whatever the
+//! count (streamcap's read-ahead buffers, which the baseline's small file
+//! does not need; the partly used last huge page of its flow table) cancels
+//! out of it, while the figure against the baseline charges it to the
+//! connections.
 //!
 //! libnids preallocates its connection pool: `n_tcp_streams` hash slots
 //! (8 bytes each) and `3/4 × n_tcp_streams` `struct tcp_stream`, all touched
@@ -74,6 +80,13 @@ pub struct IdleTool {
     pub bytes_per_conn: Option<f64>,
     /// Sampled `RssAnon` growth over the baseline, per connection.
     pub anon_bytes_per_conn: Option<f64>,
+    /// Peak RSS growth over the previous (smaller, non-baseline) point, per
+    /// extra connection: what one more connection costs once both runs
+    /// hold the same fixed memory (read buffers, a vector's partly used
+    /// last huge page), which the figure against the small baseline
+    /// charges to the connections. `None` for the first point after the
+    /// baseline.
+    pub marginal_bytes_per_conn: Option<f64>,
 }
 
 /// What one measured run gave.
@@ -307,6 +320,7 @@ pub fn run(
                 wall_s: m.wall_s,
                 bytes_per_conn: None,
                 anon_bytes_per_conn: None,
+                marginal_bytes_per_conn: None,
             });
         }
         let _ = fs::remove_file(&file);
@@ -317,6 +331,23 @@ pub fn run(
             tools,
         });
     }
+    per_connection(&mut points);
+    Ok(IdleReport {
+        method: "bytes/conn = (peak RSS at N − peak RSS at the baseline) / (N − baseline); \
+                 marginal = (peak RSS at N − peak RSS at the previous N) / (N − previous N); \
+                 peak RSS from /usr/bin/time %M; every tool read()s its input, so the file is in no RSS; \
+                 anon = sampled max RssAnon from /proc/PID/status (1 ms); libnids peers get n_tcp_streams = ceil(4N/3)+4"
+            .into(),
+        baseline,
+        work_dir: tmp.display().to_string(),
+        work_fs,
+        points,
+    })
+}
+
+/// Fills in each tool's per-connection figures: against the baseline (the
+/// first point) and, from the third point on, against the point before.
+fn per_connection(points: &mut [IdlePoint]) {
     // Per-connection figures against the baseline point.
     if let Some((base, rest)) = points.split_first_mut() {
         for p in rest {
@@ -334,16 +365,25 @@ pub fn run(
             }
         }
     }
-    Ok(IdleReport {
-        method: "bytes/conn = (peak RSS at N − peak RSS at the baseline) / (N − baseline); \
-                 peak RSS from /usr/bin/time %M; every tool read()s its input, so the file is in no RSS; \
-                 anon = sampled max RssAnon from /proc/PID/status (1 ms); libnids peers get n_tcp_streams = ceil(4N/3)+4"
-            .into(),
-        baseline,
-        work_dir: tmp.display().to_string(),
-        work_fs,
-        points,
-    })
+    // Marginal figures: each point against the one before it (not the
+    // baseline).
+    for i in 2..points.len() {
+        let (before, after) = points.split_at_mut(i);
+        let (prev, p) = (&before[i - 1], &mut after[0]);
+        let dn = p.connections.saturating_sub(prev.connections) as f64;
+        if dn == 0.0 {
+            continue;
+        }
+        for t in &mut p.tools {
+            let Some(b) = prev.tools.iter().find(|b| b.tool == t.tool) else {
+                continue;
+            };
+            t.marginal_bytes_per_conn = t
+                .max_rss_kib
+                .zip(b.max_rss_kib)
+                .map(|(a, z)| (a as f64 - z as f64) * 1024.0 / dn);
+        }
+    }
 }
 
 fn cell<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
@@ -358,8 +398,8 @@ pub fn print(r: &IdleReport) {
         r.baseline, r.work_fs
     );
     println!();
-    println!("| idle connections | file MiB | streamcap peak RSS MiB | streamcap bytes/conn (RSS) | streamcap bytes/conn (RssAnon) | libnids (nids_streams) peak RSS MiB | libnids bytes/conn | nids_flows bytes/conn |");
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| idle connections | file MiB | streamcap peak RSS MiB | streamcap bytes/conn (RSS) | streamcap bytes/conn (RssAnon) | streamcap marginal bytes/conn (RSS, over the row above) | libnids (nids_streams) peak RSS MiB | libnids bytes/conn | nids_flows bytes/conn |");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mib = |k: u64| format!("{:.1}", k as f64 / 1024.0);
     let bpc = |b: f64| format!("{b:.0}");
     for p in &r.points {
@@ -368,19 +408,20 @@ pub fn print(r: &IdleReport) {
         let ns = t("nids_streams");
         let nf = t("nids_flows");
         println!(
-            "| {} | {:.1} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:.1} | {} | {} | {} | {} | {} | {} | {} |",
             p.connections,
             p.file_bytes as f64 / (1024.0 * 1024.0),
             cell(sc.and_then(|t| t.max_rss_kib), mib),
             cell(sc.and_then(|t| t.bytes_per_conn), bpc),
             cell(sc.and_then(|t| t.anon_bytes_per_conn), bpc),
+            cell(sc.and_then(|t| t.marginal_bytes_per_conn), bpc),
             cell(ns.and_then(|t| t.max_rss_kib), mib),
             cell(ns.and_then(|t| t.bytes_per_conn), bpc),
             cell(nf.and_then(|t| t.bytes_per_conn), bpc),
         );
     }
     println!();
-    println!("(bytes/conn: growth over the baseline divided by the extra connections; no tool maps its input; RssAnon is sampled every 1 ms. libnids is given n_tcp_streams = ceil(4N/3)+4, the smallest table that holds N connections; it preallocates and touches its stream pool at start-up.)");
+    println!("(bytes/conn: growth over the baseline divided by the extra connections; marginal: growth over the row above, per extra connection, so that memory both runs hold whatever the count (streamcap's read-ahead buffers, the partly used last huge page of its flow table) is not charged to connections; no tool maps its input; RssAnon is sampled every 1 ms. libnids is given n_tcp_streams = ceil(4N/3)+4, the smallest table that holds N connections; it preallocates and touches its stream pool at start-up.)");
     println!();
 }
 
@@ -401,6 +442,43 @@ mod tests {
         assert_eq!(status_kib(s, "RssAnon"), Some(512));
         assert_eq!(status_kib(s, "VmHWM"), Some(2048));
         assert_eq!(status_kib(s, "RssFile"), None);
+    }
+
+    #[test]
+    fn per_connection_figures() {
+        let tool = |rss_kib: u64| IdleTool {
+            tool: "streamcap flows".into(),
+            command: String::new(),
+            max_rss_kib: Some(rss_kib),
+            peak_anon_kib: Some(rss_kib - 1000),
+            tracked: None,
+            wall_s: 0.0,
+            bytes_per_conn: None,
+            anon_bytes_per_conn: None,
+            marginal_bytes_per_conn: None,
+        };
+        let point = |connections: u64, rss_kib: u64| IdlePoint {
+            connections,
+            file_bytes: 0,
+            packets: 0,
+            tools: vec![tool(rss_kib)],
+        };
+        let mut points = vec![
+            point(1_000, 4_000),
+            point(201_000, 54_000),
+            point(1_001_000, 244_000),
+        ];
+        per_connection(&mut points);
+        let t = |i: usize| &points[i].tools[0];
+        assert_eq!(t(0).bytes_per_conn, None);
+        assert_eq!(t(1).bytes_per_conn, Some(50_000.0 * 1024.0 / 200_000.0));
+        assert_eq!(t(1).anon_bytes_per_conn, t(1).bytes_per_conn);
+        assert_eq!(t(1).marginal_bytes_per_conn, None);
+        assert_eq!(t(2).bytes_per_conn, Some(240_000.0 * 1024.0 / 1_000_000.0));
+        assert_eq!(
+            t(2).marginal_bytes_per_conn,
+            Some(190_000.0 * 1024.0 / 800_000.0)
+        );
     }
 
     #[test]
