@@ -1450,10 +1450,10 @@ impl<H: Handler> Worker<H> {
         let wire = (ip_len - 20) as u32;
         let transport = decode_transport(proto, payload, wire).ok()?;
         let (sport, dport) = ports(&transport);
-        let src = u128::from(u32::from_be_bytes([h[12], h[13], h[14], h[15]])) << 96;
-        let dst = u128::from(u32::from_be_bytes([h[16], h[17], h[18], h[19]])) << 96;
+        let src = [h[12], h[13], h[14], h[15]];
+        let dst = [h[16], h[17], h[18], h[19]];
         Some(Ready {
-            flow: self.flow_of_key(FlowKey::from_bits(src, sport, dst, dport, proto, false, 0)),
+            flow: self.flow_of_key(FlowKey::from_ipv4(src, sport, dst, dport, proto)),
             transport,
             ip_len: ip_len as u32,
             proto,

@@ -63,10 +63,17 @@ pub struct FlowKey {
     rest: u128,
 }
 
+/// An IPv4 address as the key stores it: in the top 32 bits of the word,
+/// so that the canonical order is the order of the address bytes.
+#[inline]
+fn ipv4_bits(octets: [u8; 4]) -> u128 {
+    u128::from(u32::from_be_bytes(octets)) << 96
+}
+
 #[inline]
 fn addr_bits(ip: IpAddr) -> (u128, bool) {
     match ip {
-        IpAddr::V4(v4) => (u128::from(v4.to_bits()) << 96, false),
+        IpAddr::V4(v4) => (ipv4_bits(v4.octets()), false),
         IpAddr::V6(v6) => (v6.to_bits(), true),
     }
 }
@@ -136,10 +143,31 @@ impl FlowKey {
         FlowKey::from_bits(s, sport, d, dport, proto, s6 || d6, vlan)
     }
 
-    /// [`FlowKey::new`] from addresses as 128-bit words (an IPv4 address in
-    /// the top 32 bits), `v6` telling which family they are.
+    /// [`FlowKey::new`] for an untagged IPv4 packet whose addresses are
+    /// given as their bytes (read straight from the header).
     #[inline]
-    pub(crate) fn from_bits(
+    pub(crate) fn from_ipv4(
+        src: [u8; 4],
+        sport: u16,
+        dst: [u8; 4],
+        dport: u16,
+        proto: u8,
+    ) -> (FlowKey, Side) {
+        FlowKey::from_bits(
+            ipv4_bits(src),
+            sport,
+            ipv4_bits(dst),
+            dport,
+            proto,
+            false,
+            0,
+        )
+    }
+
+    /// [`FlowKey::new`] from addresses as 128-bit words (see [`addr_bits`]),
+    /// `v6` telling which family they are.
+    #[inline]
+    fn from_bits(
         s: u128,
         sport: u16,
         d: u128,
