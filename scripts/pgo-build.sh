@@ -14,7 +14,8 @@
 # benchmark does not use: a campus trace (large packets), the same with
 # 64-byte segments, an impaired campus trace (reordering, duplicates, loss,
 # conflicting retransmissions, IPv4 fragments) and each attack profile; each
-# through `flows`, `streams`, `streams --cutoff 10KiB` and two workers.
+# through `flows`, `streams` (chunks and segments), `streams --cutoff 10KiB`
+# and two workers.
 # Environment: CARGO_TARGET_DIR (cargo's), PGO_WORK (scratch for the training
 # traces and profiles; default a fresh directory under /tmp).
 set -euo pipefail
@@ -62,7 +63,8 @@ done
 
 # 3. Training runs.
 for t in "${TRACES[@]}"; do
-  for mode in "flows" "streams" "streams --cutoff 10KiB" "flows --workers 2" "streams --workers 2"; do
+  for mode in "flows" "streams" "streams --delivery segments" "streams --cutoff 10KiB" \
+    "flows --workers 2" "streams --workers 2"; do
     # $mode is a word list on purpose.
     # shellcheck disable=SC2086
     "$TRAIN_BIN" $mode -q -r "$t" -o /dev/null >/dev/null 2>&1 ||

@@ -191,16 +191,24 @@ pub(crate) fn which(prog: &str) -> Option<PathBuf> {
 fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
     let sc = o.streamcap.display().to_string();
     // streamcap's modes: (label, arguments before `-r FILE`).
-    let modes: [(&str, &[&str]); 5] = [
+    let modes: [(&str, &[&str]); 6] = [
         ("flows", &["flows"]),
         ("streams", &["streams"]),
+        (
+            "streams --delivery segments",
+            &["streams", "--delivery", "segments"],
+        ),
         ("streams --cutoff 10KiB", &["streams", "--cutoff", "10KiB"]),
         ("flows --workers 2", &["flows", "--workers", "2"]),
         ("streams --workers 2", &["streams", "--workers", "2"]),
     ];
-    let plain: [(&str, &[&str]); 2] = [
+    let plain: [(&str, &[&str]); 3] = [
         ("flows, plain build", &["flows"]),
         ("streams, plain build", &["streams"]),
+        (
+            "streams --delivery segments, plain build",
+            &["streams", "--delivery", "segments"],
+        ),
     ];
     let builds = o.plain.iter().flat_map(|p| {
         let p = p.display().to_string();

@@ -55,7 +55,8 @@ const STREAMS_EXAMPLES: &str = "\
 Examples:
   streamcap streams -r trace.pcap -w out/               files named like tcpflow's
   streamcap streams -r trace.pcap -w out/ --cutoff 64KiB port 80
-  streamcap streams -r trace.pcap --chunk 64KiB -q      benchmark: deliver every stream, no files";
+  streamcap streams -r trace.pcap --chunk 64KiB -q      benchmark: deliver every stream, no files
+  streamcap streams -r trace.pcap --delivery segments -q   the same, segment by segment, no copy";
 
 /// Flow records and reassembled TCP/UDP streams from pcap/pcapng files and live interfaces.
 #[derive(Parser)]
@@ -138,6 +139,12 @@ enum PolicyArg {
     Solaris,
 }
 
+#[derive(Copy, Clone, ValueEnum)]
+enum DeliveryArg {
+    Chunks,
+    Segments,
+}
+
 /// A size or `unlimited`.
 #[derive(Copy, Clone, Debug)]
 struct Limit(Option<u64>);
@@ -179,6 +186,12 @@ struct Common {
     /// Chunk size (bytes per data event).
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
     chunk: Option<u64>,
+    /// How stream bytes reach the consumer: chunks (copied into a buffer per
+    /// stream and handed over every --chunk bytes, Scap's model) or segments
+    /// (each in-order segment handed over at once from the packet, without a
+    /// copy, libnids' model; with -w that is one file write per segment).
+    #[arg(long, value_enum, default_value = "chunks")]
+    delivery: DeliveryArg,
     /// Inactivity timeout of every flow, seconds of capture time.
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,

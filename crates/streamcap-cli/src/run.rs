@@ -5,7 +5,7 @@
 use crate::handler::{CliHandler, Failure, SharedFailure};
 use crate::output::{Format, FramingWriter, RecordFormat};
 use crate::sink::{BatchSink, RecordSink, SharedOutput};
-use crate::{Common, ModeArg, PolicyArg};
+use crate::{Common, DeliveryArg, ModeArg, PolicyArg};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use streamcap::capture::{Progress, RunHooks, Verdict};
 use streamcap::decode::DecodeError;
-use streamcap::deliver::EndReason;
+use streamcap::deliver::{Delivery, EndReason};
 use streamcap::dispatch::fanout::Fanout;
 use streamcap::dispatch::workers::{Parallel, WorkerReport};
 use streamcap::filter::{CutoffClass, Filter, FilterError};
@@ -104,6 +104,10 @@ fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {
             PolicyArg::Bsd => OverlapPolicy::Bsd,
             PolicyArg::Windows => OverlapPolicy::Windows,
             PolicyArg::Solaris => OverlapPolicy::Solaris,
+        },
+        delivery: match c.delivery {
+            DeliveryArg::Chunks => Delivery::Chunks,
+            DeliveryArg::Segments => Delivery::Segments,
         },
         cutoff: c.cutoff.map_or(default_cutoff, |l| l.0),
         cutoff_orig: c.cutoff_orig.map(|l| l.0.unwrap_or(u64::MAX)),

@@ -1,5 +1,5 @@
 //! Criterion micro-benchmarks of streamcap's hot paths: decode, flow lookup,
-//! in-order append, out-of-order insert and chunk delivery.
+//! in-order append, out-of-order insert and chunk (and segment) delivery.
 //!
 //! `cargo bench -p streamcap --bench hot_paths` (about two minutes on two cores).
 
@@ -11,7 +11,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use etherparse::PacketBuilder;
 use streamcap::decode::{decode_ip, decode_transport};
 use streamcap::deliver::Budget;
-use streamcap::deliver::Callbacks;
+use streamcap::deliver::{Callbacks, Delivery};
 use streamcap::engine::Worker;
 use streamcap::flow::FlowKey;
 use streamcap::flow::{FlowTable, ListId};
@@ -168,6 +168,15 @@ fn chunk_delivery(c: &mut Criterion) {
             b.iter(|| black_box(run_worker(&cfg, &pkts)))
         });
     }
+    // Segment delivery: each segment handed over in place, no copy.
+    let cfg = Config {
+        cutoff: None,
+        delivery: Delivery::Segments,
+        ..Config::default()
+    };
+    g.bench_function("segments", |b| {
+        b.iter(|| black_box(run_worker(&cfg, &pkts)))
+    });
     g.finish();
 }
 

@@ -417,6 +417,12 @@ impl CaptureBuilder {
         self.cap.cfg.chunk_size = bytes.max(1);
         self
     }
+    /// How bytes reach the data callback: in chunks (the default) or
+    /// segment by segment, without a copy.
+    pub fn delivery(mut self, delivery: crate::deliver::Delivery) -> Self {
+        self.cap.cfg.delivery = delivery;
+        self
+    }
     /// Overlap between consecutive chunks, bytes.
     pub fn overlap(mut self, bytes: usize) -> Self {
         self.cap.cfg.overlap = bytes;

@@ -66,8 +66,11 @@ pub struct Config {
     pub cutoff_orig: Option<u64>,
     /// Cutoff for streams from the responder, overriding `cutoff`.
     pub cutoff_resp: Option<u64>,
-    /// Bytes per chunk.
+    /// Bytes per chunk (with segment delivery: most bytes per event).
     pub chunk_size: usize,
+    /// How bytes reach the data callback: in chunks (Scap, the default) or
+    /// segment by segment without a copy (libnids).
+    pub delivery: crate::deliver::Delivery,
     /// Bytes of each chunk repeated at the start of the next.
     pub overlap: usize,
     /// Deliver a partial chunk this long (ns of packet time) after its first byte.
@@ -112,6 +115,7 @@ impl Default for Config {
             cutoff_orig: None,
             cutoff_resp: None,
             chunk_size: 16 << 10,
+            delivery: crate::deliver::Delivery::Chunks,
             overlap: 0,
             flush_timeout: None,
             priority: 0,

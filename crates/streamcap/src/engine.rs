@@ -11,7 +11,7 @@ use crate::config::{Config, ReassemblyMode};
 use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
 use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
-    Budget, BufferPool, Chunk, ChunkBuf, DataReason, EndReason, FlowEnd, Gap, Handler,
+    Budget, BufferPool, Chunk, ChunkBuf, DataReason, Delivery, EndReason, FlowEnd, Gap, Handler,
     PacketRecord, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
 };
 use crate::dispatch::fanout::Shard;
@@ -325,10 +325,12 @@ impl Ext {
     /// The chunk buffer, created at the delivery point on first use.
     fn buf_mut(&mut self) -> &mut ChunkBuf {
         let start = self.tcp.next;
+        let delivered = self.chunks > 0;
         self.buf.get_or_insert_with(|| {
-            // Nothing was ever buffered before: every byte before the delivery
+            // Nothing was ever buffered or delivered before (segment delivery
+            // may deliver without a buffer): every byte before the delivery
             // point went undelivered, which the next chunk reports as a gap.
-            let gap = (start > 0).then_some(Gap {
+            let gap = (start > 0 && !delivered).then_some(Gap {
                 offset: 0,
                 len: start,
             });
@@ -591,9 +593,12 @@ impl<H: Handler> Cx<'_, H> {
         e.buf.insert(buf).consume(keep, overlap, budget);
     }
 
-    /// Appends bytes at the delivery point, delivering full chunks. Stops early
-    /// if a callback lowers the cutoff; returns how many bytes were accounted.
-    fn commit_data(&mut self, data: &[u8]) -> usize {
+    /// Appends bytes at the delivery point, delivering full chunks; with
+    /// segment delivery, delivers them at once, in place when nothing is
+    /// buffered, with `reason` ([`DataReason::Segment`], or
+    /// [`DataReason::Packet`] for a per-packet protocol). Stops early if a
+    /// callback lowers the cutoff; returns how many bytes were accounted.
+    fn commit_data(&mut self, data: &[u8], reason: DataReason) -> usize {
         let mut done = 0;
         while done < data.len() {
             let limit = self.cutoff_now();
@@ -604,11 +609,18 @@ impl<H: Handler> Cx<'_, H> {
             let (now, slot, conn_id, side) = (self.now, self.slot, self.conn_id, self.side);
             let e = self.me.x(self.defaults);
             let cs = e.params.chunk_size.max(1);
+            let segments = e.params.delivery == Delivery::Segments;
+            let to_limit = (limit - next).min(usize::MAX as u64) as usize;
+            if segments && e.params.overlap == 0 && e.buf.as_ref().is_none_or(|b| b.data.is_empty())
+            {
+                let take = cs.min(data.len() - done).min(to_limit);
+                self.deliver_in_place(&data[done..done + take], reason);
+                done += take;
+                continue;
+            }
             let fill = e.buf.as_ref().map_or(0, |b| b.fill());
             let room = cs.saturating_sub(fill).max(1);
-            let take = room
-                .min(data.len() - done)
-                .min((limit - next).min(usize::MAX as u64) as usize);
+            let take = room.min(data.len() - done).min(to_limit);
             if !self.budget.try_charge(take) {
                 let rest = (data.len() - done) as u64;
                 self.commit_gap(rest, GapKind::Dropped);
@@ -622,7 +634,8 @@ impl<H: Handler> Cx<'_, H> {
             self.pool.reserve(&mut buf.data, take, cs);
             if buf.fresh_len() == 0 {
                 buf.pending_since = Some(now);
-                if let Some(ft) = flush_timeout {
+                // (With segment delivery nothing waits for the timeout.)
+                if let Some(ft) = flush_timeout.filter(|_| !segments) {
                     self.flush.push(Reverse((
                         now.0.saturating_add(ft),
                         slot,
@@ -638,11 +651,77 @@ impl<H: Handler> Cx<'_, H> {
             c.captured += take as u64;
             c.stream_bytes += take as u64;
             e.tcp.next += take as u64;
-            if full {
+            if segments {
+                self.deliver(reason);
+            } else if full {
                 self.deliver(DataReason::Full);
             }
         }
         done
+    }
+
+    /// Segment delivery of `bytes`, which begin at the delivery point and
+    /// fit the cutoff, while the chunk buffer holds no bytes: they are
+    /// accounted and handed to the data callback where they lie (in the
+    /// packet or the out-of-order store), with the gap before them and the
+    /// packet records waiting, if any. Copied afterwards only if the
+    /// callback keeps them (and the budget has room). A stream whose bytes
+    /// all go this way never creates its chunk buffer (it would cost a
+    /// cache line more per packet).
+    fn deliver_in_place(&mut self, bytes: &[u8], reason: DataReason) {
+        let e = self.me.x(self.defaults);
+        let len = bytes.len();
+        let offset = e.tcp.next;
+        let (gap, mut packets) = match e.buf.as_mut() {
+            Some(b) => {
+                b.start = offset + len as u64;
+                b.pending_since = None;
+                (b.gap.take(), std::mem::take(&mut b.packets))
+            }
+            // No buffer: the bytes before the first event were not delivered
+            // (as `Ext::buf_mut` would report).
+            None => (
+                (e.chunks == 0 && offset > 0).then_some(Gap {
+                    offset: 0,
+                    len: offset,
+                }),
+                Vec::new(),
+            ),
+        };
+        e.chunks += 1;
+        let c = &mut e.counters;
+        c.captured += len as u64;
+        c.stream_bytes += len as u64;
+        e.tcp.next += len as u64;
+        let chunk = Chunk {
+            data: bytes,
+            offset,
+            new_from: 0,
+            reason,
+            gap,
+            packets: &packets,
+        };
+        self.me.set_flag(F_KEEP, false);
+        self.call(|h, s| h.on_data(s, &chunk));
+        let keep = self.me.has(F_KEEP);
+        self.me.set_flag(F_KEEP, false);
+        let budget = &mut *self.budget;
+        let e = self.me.x(self.defaults);
+        if packets.capacity() > 0 {
+            budget.release(packets.len() * std::mem::size_of::<PacketRecord>());
+            packets.clear();
+            if let Some(b) = e.buf.as_mut() {
+                b.packets = packets;
+            }
+        }
+        if keep && budget.try_charge(len) {
+            let cs = e.params.chunk_size.max(1);
+            let b = e.buf_mut();
+            self.pool.reserve(&mut b.data, len, cs);
+            b.data.extend_from_slice(bytes);
+            b.start = offset;
+            (b.fresh, b.kept) = (len, len);
+        }
     }
 
     /// Accounts `len` bytes at the delivery point that will not be delivered.
@@ -661,9 +740,9 @@ impl<H: Handler> Cx<'_, H> {
         let budget = &mut *self.budget;
         let e = self.me.x(self.defaults);
         let off = e.tcp.next;
-        // Nothing buffered and nothing to report: bytes past the cutoff (and
-        // holes past it) need no buffer.
-        if e.buf.is_some() || (kind != GapKind::Discarded && off < limit) {
+        // Nothing buffered or delivered, and nothing to report: bytes past
+        // the cutoff (and holes past it) need no buffer.
+        if e.buf.is_some() || e.chunks > 0 || (kind != GapKind::Discarded && off < limit) {
             e.buf_mut().note_gap(off, len, budget);
         }
         let c = &mut e.counters;
@@ -709,7 +788,8 @@ impl<H: Handler> Cx<'_, H> {
             match what {
                 Stored::Data(d) => {
                     self.budget.release(d.len());
-                    let consumed = self.commit_data(d.get(skip..).unwrap_or(&[]));
+                    let consumed =
+                        self.commit_data(d.get(skip..).unwrap_or(&[]), DataReason::Segment);
                     if consumed < d.len() - skip {
                         // A callback lowered the cutoff: the rest was seen but
                         // is past it (settled by `settle_cutoff`).
@@ -866,7 +946,7 @@ impl<H: Handler> Cx<'_, H> {
                 } else {
                     &[][..]
                 };
-                let consumed = self.commit_data(bytes);
+                let consumed = self.commit_data(bytes, DataReason::Segment);
                 if consumed as u64 == pe - ns && ce > pe {
                     self.me.errors.insert(StreamErrors::TRUNCATED);
                     self.commit_gap(ce - pe, GapKind::Missing);
@@ -1000,7 +1080,12 @@ impl<H: Handler> Cx<'_, H> {
         let limit = self.cutoff_now();
         let ce = end.min(limit.max(start));
         let pe = (start + present.len() as u64).min(ce);
-        let consumed = self.commit_data(&present[..(pe - start) as usize]) as u64;
+        let reason = if per_packet {
+            DataReason::Packet
+        } else {
+            DataReason::Segment
+        };
+        let consumed = self.commit_data(&present[..(pe - start) as usize], reason) as u64;
         if consumed == pe - start && ce > pe {
             self.me.errors.insert(StreamErrors::TRUNCATED);
             self.commit_gap(ce - pe, GapKind::Missing);
@@ -2111,6 +2196,7 @@ fn params_for(cfg: &Config, dir: Direction) -> StreamParams {
         cutoff: cfg.cutoff_for(dir),
         priority: cfg.priority,
         chunk_size: cfg.chunk_size.max(1),
+        delivery: cfg.delivery,
         overlap: cfg.overlap,
         flush_timeout: cfg.flush_timeout,
         policy: cfg.policy,

@@ -21,6 +21,10 @@ pub enum DataReason {
     Gap,
     /// Per-packet delivery (protocols other than TCP and UDP): one packet's payload.
     Packet,
+    /// Segment delivery ([`super::Delivery::Segments`]): new bytes handed
+    /// over as soon as they were in order (a segment's payload, or a range
+    /// that the out-of-order store could release).
+    Segment,
 }
 
 /// Bytes missing from the stream right before a chunk's new data.

@@ -13,5 +13,6 @@ pub use chunk::{Chunk, DataReason, Gap, PacketRecord};
 pub use handler::{Callbacks, FlowEnd, Handler};
 pub(crate) use pool::BufferPool;
 pub use stream::{
-    EndReason, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
+    Delivery, EndReason, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams,
+    StreamStatus,
 };

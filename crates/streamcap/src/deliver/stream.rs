@@ -169,6 +169,72 @@ impl std::fmt::Debug for StreamErrors {
     }
 }
 
+/// How a stream's bytes reach the data callback.
+///
+/// Both give the same bytes, gaps and counters; they differ in how the bytes
+/// are cut into data events and whether they are copied.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Delivery {
+    /// Scap's model: bytes are copied into the stream's chunk buffer and
+    /// handed over when it holds `chunk_size` bytes, when the flush timeout
+    /// passes, at a gap, at the cutoff or at the stream's end. Few, large
+    /// events; an application that parses across segment boundaries gets
+    /// contiguous bytes without keeping any itself.
+    #[default]
+    Chunks,
+    /// libnids' model: bytes are handed over as soon as they are in order,
+    /// in place: an in-order segment's payload is passed straight from the
+    /// packet, and a range that was out of order straight from the
+    /// out-of-order store, without a copy ([`DataReason::Segment`], at most
+    /// `chunk_size` bytes per event). Nothing is held between events, so
+    /// in-order traffic charges nothing to the memory budget. Bytes are
+    /// copied only when the application asks for them to be held: kept with
+    /// [`Stream::keep_chunk`] (copied right after the callback, and held only
+    /// if the budget has room) or repeated by an `overlap`. With packet
+    /// records, each event carries its segment's record. Events always have
+    /// reason `Segment` (or `Packet` for a per-packet protocol); the end of
+    /// the stream is told by the close event and the descriptor.
+    ///
+    /// What it gives up: a retransmission that contradicts bytes already
+    /// delivered is flagged (`overlap_conflict`) only while those bytes are
+    /// held, and chunk delivery holds the current chunk while segment
+    /// delivery holds nothing; contradictions among bytes not yet delivered
+    /// are flagged alike. With `-w`-style consumers that write each event,
+    /// more, smaller writes.
+    ///
+    /// [`DataReason::Segment`]: super::DataReason::Segment
+    Segments,
+}
+
+impl Delivery {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Delivery::Chunks => "chunks",
+            Delivery::Segments => "segments",
+        }
+    }
+}
+
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Delivery {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "chunks" => Ok(Delivery::Chunks),
+            "segments" => Ok(Delivery::Segments),
+            _ => Err(format!(
+                "unknown delivery {s:?} (expected chunks or segments)"
+            )),
+        }
+    }
+}
+
 /// Per-stream parameters (Scap `scap_set_stream_parameter`), initialised from
 /// the configuration and changeable from callbacks.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -177,8 +243,10 @@ pub struct StreamParams {
     pub cutoff: u64,
     /// Priority for overload control (higher survives longer).
     pub priority: u8,
-    /// Bytes per chunk.
+    /// Bytes per chunk (with [`Delivery::Segments`]: most bytes per event).
     pub chunk_size: usize,
+    /// How bytes reach the data callback: in chunks or segment by segment.
+    pub delivery: Delivery,
     /// Bytes of the previous chunk repeated at the start of the next.
     pub overlap: usize,
     /// Deliver a partial chunk when its first byte is this old (ns of packet time).
@@ -310,6 +378,12 @@ impl<S> Stream<'_, S> {
     /// Sets the chunk size (at least 1 byte).
     pub fn set_chunk_size(&mut self, bytes: usize) {
         self.info.params.chunk_size = bytes.max(1);
+    }
+    /// Sets how the stream's next bytes are delivered: in chunks, or segment
+    /// by segment without a copy. Bytes already in the chunk buffer are
+    /// delivered with the next event.
+    pub fn set_delivery(&mut self, delivery: Delivery) {
+        self.info.params.delivery = delivery;
     }
     /// Sets how many bytes of each chunk are repeated at the start of the next
     /// (at most half the chunk size).
