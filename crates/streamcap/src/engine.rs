@@ -12,7 +12,8 @@ use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, Wire
 use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
     Budget, BufferPool, Chunk, ChunkBuf, DataReason, Delivery, EndReason, FlowEnd, Gap, Handler,
-    PacketRecord, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams, StreamStatus,
+    Opposite, PacketRecord, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams,
+    StreamStatus,
 };
 use crate::dispatch::fanout::Shard;
 use crate::flow::{Direction, FlowHash, FlowKey, FlowTable, ListId, Side};
@@ -315,7 +316,7 @@ impl<S> DirState<S> {
     fn write_back(&mut self, info: &StreamInfo, defaults: &[StreamParams; 2]) {
         self.set_flag(F_DISCARD, info.discard);
         self.set_flag(F_KEEP, info.keep);
-        if info.params != *self.params(defaults) {
+        if info.params_set && info.params != *self.params(defaults) {
             self.x(defaults).params = info.params;
         }
     }
@@ -537,10 +538,14 @@ impl<H: Handler> Cx<'_, H> {
     fn call<R>(&mut self, f: impl FnOnce(&mut H, &mut Stream<'_, H::State>) -> R) -> R {
         let t0 = self.timed.then(Instant::now);
         let mut info = self.me.info(self.conn_id, self.defaults);
-        let opposite = self.opp.info(self.conn_id, self.defaults);
+        let (opp, conn_id, defaults) = (self.opp, self.conn_id, self.defaults);
+        let build = || opp.info(conn_id, defaults);
         let mut s = Stream {
             info: &mut info,
-            opposite: &opposite,
+            opposite: Opposite {
+                built: std::cell::OnceCell::new(),
+                build: &build,
+            },
             key: self.key,
             side: self.side,
             state: &mut self.me.user,

@@ -374,3 +374,37 @@ fn datagrams_with_segments() {
     let (r, _) = run_worker(segments(Config::default()), &[icmp.clone(), icmp]);
     assert_eq!(r.get(0, "orig").reasons, [DataReason::Packet; 2]);
 }
+
+/// The opposite direction's descriptor, built only when a callback asks for
+/// it, is the other direction's state at that moment.
+#[test]
+fn opposite_descriptor_is_built_on_demand() {
+    let req = bytes(3000, 6);
+    let resp = bytes(2000, 7);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&req, 1000).server(&resp, 1000);
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = seen.clone();
+    let rec = Recorder {
+        on_data_hook: Some(Box::new(move |s, _| {
+            let o = s.opposite();
+            log.borrow_mut()
+                .push((s.direction(), o.direction, o.counters.captured));
+        })),
+        ..Default::default()
+    };
+    let mut w = Worker::new(segments(Config::default()), rec);
+    feed(&mut w, &c.frames, 1);
+    w.finish();
+    use streamcap::flow::Direction::{Orig, Resp};
+    assert_eq!(
+        *seen.borrow(),
+        [
+            (Orig, Resp, 0),
+            (Orig, Resp, 0),
+            (Orig, Resp, 0),
+            (Resp, Orig, 3000),
+            (Resp, Orig, 3000)
+        ]
+    );
+}

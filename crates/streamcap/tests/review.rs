@@ -9,7 +9,7 @@ mod support;
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 use streamcap::deliver::{
-    Chunk, DataReason, FlowEnd, Gap, Handler, Stream, StreamErrors, StreamInfo,
+    Chunk, DataReason, Delivery, FlowEnd, Gap, Handler, Stream, StreamErrors, StreamInfo,
 };
 use streamcap::engine::Worker;
 use streamcap::flow::Direction;
@@ -627,6 +627,11 @@ fn random_cfg(r: &mut Rng) -> Config {
         overlap: [0usize, 0, 3, 50, 10_000][r.below(5) as usize],
         flush_timeout: [None, None, Some(1_500_000), Some(10_000_000)][r.below(4) as usize],
         need_packets: r.below(3) == 0,
+        delivery: if r.below(2) == 0 {
+            Delivery::Chunks
+        } else {
+            Delivery::Segments
+        },
         ..Config::default()
     }
 }
@@ -699,7 +704,7 @@ fn differential_random_segments_small_budget() {
 
 /// Callbacks steering the stream at random on every event: keep_chunk,
 /// set_chunk_size(1), set_overlap, set_cutoff (also below the delivered
-/// point), discard, set_policy, set_flush_timeout.
+/// point), discard, set_policy, set_flush_timeout, set_delivery.
 #[test]
 fn differential_random_steering() {
     for seed in 1..=2000u64 {
@@ -722,6 +727,11 @@ fn differential_random_steering() {
                 8 if sr.below(4) == 0 => s.discard(),
                 9 => s.set_policy(OverlapPolicy::ALL[sr.below(6) as usize]),
                 10 => s.set_flush_timeout(Some(sr.below(5_000_000))),
+                11 => s.set_delivery(if sr.below(2) == 0 {
+                    Delivery::Chunks
+                } else {
+                    Delivery::Segments
+                }),
                 _ => {}
             }
         });
@@ -830,6 +840,11 @@ fn steer_chaos(seed: u64) -> Steer {
                 ReassemblyMode::Fast
             } else {
                 ReassemblyMode::Strict
+            }),
+            12 => s.set_delivery(if sr.below(2) == 0 {
+                Delivery::Chunks
+            } else {
+                Delivery::Segments
             }),
             _ => {}
         }

@@ -12,6 +12,7 @@ pub(crate) use chunk::ChunkBuf;
 pub use chunk::{Chunk, DataReason, Gap, PacketRecord};
 pub use handler::{Callbacks, FlowEnd, Handler};
 pub(crate) use pool::BufferPool;
+pub(crate) use stream::Opposite;
 pub use stream::{
     Delivery, EndReason, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams,
     StreamStatus,

@@ -287,6 +287,8 @@ pub struct StreamInfo {
     pub created: bool,
     pub(crate) discard: bool,
     pub(crate) keep: bool,
+    /// A setter ran (the engine takes `params` back only then).
+    pub(crate) params_set: bool,
 }
 
 impl StreamInfo {
@@ -306,6 +308,7 @@ impl StreamInfo {
             created: false,
             discard: false,
             keep: false,
+            params_set: false,
         }
     }
 
@@ -321,10 +324,18 @@ impl StreamInfo {
 /// effect for bytes not yet copied.
 pub struct Stream<'a, S> {
     pub(crate) info: &'a mut StreamInfo,
-    pub(crate) opposite: &'a StreamInfo,
+    pub(crate) opposite: Opposite<'a>,
     pub(crate) key: &'a FlowKey,
     pub(crate) side: Side,
     pub(crate) state: &'a mut S,
+}
+
+/// The opposite direction's descriptor, built when a callback first asks
+/// for it: most never do, and building it reads the other direction's
+/// state, often a cache miss (with segment delivery, once per segment).
+pub(crate) struct Opposite<'a> {
+    pub(crate) built: std::cell::OnceCell<StreamInfo>,
+    pub(crate) build: &'a dyn Fn() -> StreamInfo,
 }
 
 impl<S> Stream<'_, S> {
@@ -335,7 +346,7 @@ impl<S> Stream<'_, S> {
     /// The opposite direction's descriptor (Scap `sd->opposite`); check
     /// `created` to know whether it has seen a packet.
     pub fn opposite(&self) -> &StreamInfo {
-        self.opposite
+        self.opposite.built.get_or_init(self.opposite.build)
     }
     /// The connection's key.
     pub fn key(&self) -> &FlowKey {
@@ -370,33 +381,40 @@ impl<S> Stream<'_, S> {
     /// (`None` = unlimited). A cutoff below what was already delivered acts as `discard`.
     pub fn set_cutoff(&mut self, cutoff: Option<u64>) {
         self.info.params.cutoff = cutoff.unwrap_or(u64::MAX);
+        self.info.params_set = true;
     }
     /// Sets the priority used by overload control.
     pub fn set_priority(&mut self, priority: u8) {
         self.info.params.priority = priority;
+        self.info.params_set = true;
     }
     /// Sets the chunk size (at least 1 byte).
     pub fn set_chunk_size(&mut self, bytes: usize) {
         self.info.params.chunk_size = bytes.max(1);
+        self.info.params_set = true;
     }
     /// Sets how the stream's next bytes are delivered: in chunks, or segment
     /// by segment without a copy. Bytes already in the chunk buffer are
     /// delivered with the next event.
     pub fn set_delivery(&mut self, delivery: Delivery) {
         self.info.params.delivery = delivery;
+        self.info.params_set = true;
     }
     /// Sets how many bytes of each chunk are repeated at the start of the next
     /// (at most half the chunk size).
     pub fn set_overlap(&mut self, bytes: usize) {
         self.info.params.overlap = bytes;
+        self.info.params_set = true;
     }
     /// Sets the flush timeout in nanoseconds of packet time (`None`: only full chunks).
     pub fn set_flush_timeout(&mut self, nanos: Option<u64>) {
         self.info.params.flush_timeout = nanos;
+        self.info.params_set = true;
     }
     /// Sets the overlap policy for bytes not yet delivered.
     pub fn set_policy(&mut self, policy: OverlapPolicy) {
         self.info.params.policy = policy;
+        self.info.params_set = true;
     }
     /// Sets the reassembly mode for the rest of this stream (TCP): `Strict`
     /// discards data of a connection whose handshake was not seen and holds
@@ -404,6 +422,7 @@ impl<S> Stream<'_, S> {
     /// acknowledges past them.
     pub fn set_mode(&mut self, mode: ReassemblyMode) {
         self.info.params.mode = mode;
+        self.info.params_set = true;
     }
     /// Keeps the current chunk: the next data event receives these bytes
     /// followed by the new ones in one contiguous slice (Scap
