@@ -1,9 +1,12 @@
 //! TCP reassembly driven by arbitrary segments of one connection (either
 //! direction, any sequence number near the ISN, any flags, any bytes), under
-//! every overlap policy and mode: no panic, each delivered chunk continues
-//! its stream, and no stream delivers more than it captured.
+//! every overlap policy and mode, delivered in chunks and segment by
+//! segment: no panic, each delivered chunk continues its stream, no stream
+//! delivers more than it captured, and both deliveries account alike.
 use etherparse::PacketBuilder;
+use streamcap::deliver::Delivery;
 use streamcap::engine::Worker;
+use streamcap::Config;
 
 use super::common;
 
@@ -14,9 +17,7 @@ pub fn run(data: &[u8]) {
     let Some((&sel, mut rest)) = data.split_first() else {
         return;
     };
-    let (cb, seen) = common::checking_callbacks();
-    let mut w = Worker::new(common::config(sel), cb);
-    let mut n = 0u64;
+    let mut frames = Vec::new();
     // Each segment: flags byte (bit 7: from the server), two bytes of
     // sequence offset, one of length, then that many payload bytes.
     while rest.len() >= 4 {
@@ -52,23 +53,49 @@ pub fn run(data: &[u8]) {
             b = b.psh();
         }
         let mut frame = Vec::new();
-        if b.write(&mut frame, payload).is_err() {
-            continue;
+        if b.write(&mut frame, payload).is_ok() {
+            frames.push(frame);
         }
-        n += 1;
-        common::feed(
-            &mut w,
-            1_000_000_000 + n * 1_000,
-            &frame,
-            frame.len() as u32,
-            n,
-        );
     }
-    let stats = common::finish(&mut w);
-    let delivered: u64 = seen.borrow().next.values().map(|(_, got)| got).sum();
-    assert!(
-        delivered <= stats.totals.captured,
-        "{delivered} delivered, {} captured",
-        stats.totals.captured
-    );
+    let chunks = common::config(sel);
+    // Segment delivery without overlap: the in-place path.
+    let segments = Config {
+        delivery: Delivery::Segments,
+        overlap: 0,
+        ..chunks.clone()
+    };
+    let totals = [chunks, segments].map(|cfg| {
+        let (cb, seen) = common::checking_callbacks();
+        let mut w = Worker::new(cfg, cb);
+        for (n, frame) in (1u64..).zip(&frames) {
+            common::feed(
+                &mut w,
+                1_000_000_000 + n * 1_000,
+                frame,
+                frame.len() as u32,
+                n,
+            );
+        }
+        let stats = common::finish(&mut w);
+        let delivered: u64 = seen.borrow().next.values().map(|(_, got)| got).sum();
+        assert!(
+            delivered <= stats.totals.captured,
+            "{delivered} delivered, {} captured",
+            stats.totals.captured
+        );
+        (stats.totals, stats.memory_refusals)
+    });
+    // Segment delivery needs less memory (nothing for in-order bytes):
+    // when the budget refused nothing with chunk delivery, it refused
+    // nothing with segments either, and every byte ended the same way.
+    // (Otherwise the budget's decisions differ, and the counts may.)
+    let [(c, c_refusals), (s, s_refusals)] = totals;
+    if c_refusals == 0 {
+        assert_eq!(s_refusals, 0);
+        assert_eq!(
+            (c.stream_bytes, c.captured, c.discarded, c.dropped),
+            (s.stream_bytes, s.captured, s.discarded, s.dropped)
+        );
+        assert_eq!((c.missing, c.retransmitted), (s.missing, s.retransmitted));
+    }
 }
