@@ -567,6 +567,16 @@ impl<H: Handler> Cx<'_, H> {
         }
     }
 
+    /// Calls the data callback with `chunk`; returns whether it kept the
+    /// chunk (`keep_chunk`).
+    fn hand_over(&mut self, chunk: &Chunk<'_>) -> bool {
+        self.me.set_flag(F_KEEP, false);
+        self.call(|h, s| h.on_data(s, chunk));
+        let keep = self.me.has(F_KEEP);
+        self.me.set_flag(F_KEEP, false);
+        keep
+    }
+
     /// Hands the buffered new bytes to the data callback.
     fn deliver(&mut self, reason: DataReason) {
         let Some(e) = self.me.ext.as_deref_mut() else {
@@ -587,10 +597,7 @@ impl<H: Handler> Cx<'_, H> {
             gap: buf.gap,
             packets: &buf.packets,
         };
-        self.me.set_flag(F_KEEP, false);
-        self.call(|h, s| h.on_data(s, &chunk));
-        let keep = self.me.has(F_KEEP);
-        self.me.set_flag(F_KEEP, false);
+        let keep = self.hand_over(&chunk);
         let budget = &mut *self.budget;
         let e = self.me.x(self.defaults);
         let p = e.params;
@@ -706,10 +713,7 @@ impl<H: Handler> Cx<'_, H> {
             gap,
             packets: &packets,
         };
-        self.me.set_flag(F_KEEP, false);
-        self.call(|h, s| h.on_data(s, &chunk));
-        let keep = self.me.has(F_KEEP);
-        self.me.set_flag(F_KEEP, false);
+        let keep = self.hand_over(&chunk);
         let budget = &mut *self.budget;
         let e = self.me.x(self.defaults);
         if packets.capacity() > 0 {

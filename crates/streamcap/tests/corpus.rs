@@ -17,39 +17,7 @@ use std::process::Command;
 use streamcap::deliver::{Chunk, EndReason, FlowEnd, Handler, Stream, StreamErrors};
 use streamcap::flow::Direction;
 use streamcap::Capture;
-
-fn corpus_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    if d.is_dir() {
-        Some(d)
-    } else {
-        support::skip(format!("corpus not found at {}", d.display()));
-        None
-    }
-}
-
-fn captures(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("pcap" | "pcapng" | "cap")
-            ) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
+use support::{captures, corpus_dir};
 
 /// Per-direction SHA-256 of the delivered bytes, plus what decides whether a
 /// connection is complete.

@@ -99,30 +99,10 @@ fn run_pcap(
 }
 
 fn corpus() -> Vec<(String, Vec<u8>)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    let mut files = Vec::new();
-    let mut stack = vec![dir.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("pcap" | "pcapng" | "cap")
-            ) {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    if files.is_empty() {
-        skip(format!(
-            "the corpus part: no captures under {}",
-            dir.display()
-        ));
-    }
-    files
+    let Some(dir) = corpus_dir() else {
+        return Vec::new();
+    };
+    captures(&dir)
         .into_iter()
         .filter_map(|p| Some((p.display().to_string(), std::fs::read(&p).ok()?)))
         .collect()

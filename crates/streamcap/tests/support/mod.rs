@@ -5,6 +5,7 @@
 use etherparse::PacketBuilder;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use streamcap::deliver::{Chunk, DataReason, FlowEnd, Gap, Handler, Stream, StreamInfo};
 use streamcap::flow::Direction;
 use streamcap::{LinkType, RawPacket, Timestamp};
@@ -329,4 +330,39 @@ pub fn impaired_campus(seed: u64, packets: u64, concurrency: usize) -> Vec<u8> {
         ..CampusConfig::default()
     };
     Campus::new(cfg).to_bytes().0
+}
+
+/// The shared corpus beside the repository, or `None` (with a message).
+pub fn corpus_dir() -> Option<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    if d.is_dir() {
+        Some(d)
+    } else {
+        skip(format!("corpus not found at {}", d.display()));
+        None
+    }
+}
+
+/// Every capture file under `dir`, sorted.
+pub fn captures(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("pcap" | "pcapng" | "cap")
+            ) {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
 }
