@@ -11,9 +11,9 @@ use crate::config::{Config, ReassemblyMode};
 use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
 use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
-    Budget, BufferPool, Chunk, ChunkBuf, DataReason, Delivery, EndReason, FlowEnd, Gap, Handler,
-    Opposite, PacketRecord, Stream, StreamCounters, StreamErrors, StreamInfo, StreamParams,
-    StreamStatus,
+    records_from, Budget, BufferPool, Chunk, ChunkBuf, DataReason, Delivery, EndReason, FlowEnd,
+    Gap, Handler, Opposite, PacketRecord, Stream, StreamCounters, StreamErrors, StreamInfo,
+    StreamParams, StreamStatus,
 };
 use crate::dispatch::fanout::Shard;
 use crate::flow::{Direction, FlowHash, FlowKey, FlowTable, ListId, Side};
@@ -585,9 +585,11 @@ impl<H: Handler> Cx<'_, H> {
         if e.fresh_len() == 0 {
             return;
         }
-        let Some(buf) = e.buf.take() else {
+        let Some(mut buf) = e.buf.take() else {
             return;
         };
+        let end = buf.end();
+        let later = records_from(&mut buf.packets, end);
         e.chunks += 1;
         let chunk = Chunk {
             data: &buf.data,
@@ -602,12 +604,16 @@ impl<H: Handler> Cx<'_, H> {
         let e = self.me.x(self.defaults);
         let p = e.params;
         let overlap = p.overlap.min(p.chunk_size / 2);
-        e.buf.insert(buf).consume(keep, overlap, budget);
+        let buf = e.buf.insert(buf);
+        buf.consume(keep, overlap, budget);
+        if !later.is_empty() {
+            buf.packets = later;
+        }
     }
 
     /// Appends bytes at the delivery point, delivering full chunks; with
     /// segment delivery, delivers them at once, in place when nothing is
-    /// buffered, with `reason` ([`DataReason::Segment`], or
+    /// buffered and no overlap is asked for, with `reason` ([`DataReason::Segment`], or
     /// [`DataReason::Packet`] for a per-packet protocol). Stops early if a
     /// callback lowers the cutoff; returns how many bytes were accounted.
     fn commit_data(&mut self, data: &[u8], reason: DataReason) -> usize {
@@ -676,19 +682,24 @@ impl<H: Handler> Cx<'_, H> {
     /// fit the cutoff, while the chunk buffer holds no bytes: they are
     /// accounted and handed to the data callback where they lie (in the
     /// packet or the out-of-order store), with the gap before them and the
-    /// packet records waiting, if any. Copied afterwards only if the
-    /// callback keeps them (and the budget has room). A stream whose bytes
-    /// all go this way never creates its chunk buffer (it would cost a
-    /// cache line more per packet).
+    /// records of the packets waiting whose payload begins before their
+    /// end. Copied afterwards only if the callback keeps them (and the
+    /// budget has room). A stream whose bytes all go this way creates no
+    /// chunk buffer (it would cost a cache line more per packet) until it
+    /// needs one: for a gap after its first event, packet records or kept
+    /// bytes.
     fn deliver_in_place(&mut self, bytes: &[u8], reason: DataReason) {
         let e = self.me.x(self.defaults);
         let len = bytes.len();
         let offset = e.tcp.next;
-        let (gap, mut packets) = match e.buf.as_mut() {
+        let end = offset + len as u64;
+        let (gap, mut packets, later) = match e.buf.as_mut() {
             Some(b) => {
-                b.start = offset + len as u64;
+                b.start = end;
                 b.pending_since = None;
-                (b.gap.take(), std::mem::take(&mut b.packets))
+                let mut packets = std::mem::take(&mut b.packets);
+                let later = records_from(&mut packets, end);
+                (b.gap.take(), packets, later)
             }
             // No buffer: the bytes before the first event were not delivered
             // (as `Ext::buf_mut` would report).
@@ -697,6 +708,7 @@ impl<H: Handler> Cx<'_, H> {
                     offset: 0,
                     len: offset,
                 }),
+                Vec::new(),
                 Vec::new(),
             ),
         };
@@ -720,7 +732,7 @@ impl<H: Handler> Cx<'_, H> {
             budget.release(packets.len() * std::mem::size_of::<PacketRecord>());
             packets.clear();
             if let Some(b) = e.buf.as_mut() {
-                b.packets = packets;
+                b.packets = if later.is_empty() { packets } else { later };
             }
         }
         if keep && budget.try_charge(len) {

@@ -28,7 +28,8 @@ fn segments(cfg: Config) -> Config {
 
 /// What must not depend on the delivery: per stream, the delivered bytes,
 /// the gaps and the final descriptor; per flow, its end, history and
-/// descriptors. Descriptors are compared without the event count, the
+/// descriptors (packet records go with events, which differ: see
+/// `packet_records_follow_their_bytes`). Descriptors are compared without the event count, the
 /// delivery parameter, the time spent in callbacks and the overlap
 /// conflicts, which [`conflicts`] compares.
 type Outcome = (
@@ -113,7 +114,7 @@ fn corpus() -> Vec<(String, Vec<u8>)> {
 /// corpus capture, segment delivery gives what chunk delivery gives:
 /// bytes, gaps, counters, errors, statuses and flow records (overlap
 /// conflicts: at most as many, see [`conflicts`]); for several
-/// chunk sizes, both modes, and with packet records.
+/// chunk sizes, both modes, and with packet records asked for.
 #[test]
 fn segments_deliver_what_chunks_deliver() {
     let mut traces = vec![
@@ -216,7 +217,7 @@ fn in_order_segments_are_delivered_in_place() {
 
 /// A chunk size below the segment size splits a segment into events; a
 /// reordered range is delivered once the hole before it fills, and a lost
-/// one is reported as the gap of the next event.
+/// one is reported as the gap of the event right after it.
 #[test]
 fn segments_split_reorder_and_report_gaps() {
     let data = bytes(6000, 3);
@@ -225,31 +226,92 @@ fn segments_split_reorder_and_report_gaps() {
     let mut frames = c.frames.clone();
     frames.swap(3, 4); // [0,1000) arrives after [1000,2000)
     frames.remove(6); // [3000,4000) is lost
-    let (r, _) = run_worker(
+    let events = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let log = events.clone();
+    let rec = Recorder {
+        on_data_hook: Some(Box::new(move |_, c| {
+            log.borrow_mut().push((c.offset, c.data.len(), c.gap));
+        })),
+        ..Default::default()
+    };
+    let mut w = Worker::new(
         segments(Config {
             chunk_size: 400,
             ..Config::default()
         }),
-        &frames,
+        rec,
     );
-    let o = r.get(0, "orig");
+    feed(&mut w, &frames, 1);
+    w.finish();
+    let o = w.handler().get(0, "orig");
     let mut want = data[..3000].to_vec();
     want.extend_from_slice(&data[4000..]);
     assert_eq!(o.data, want);
-    assert_eq!(
-        o.gaps,
-        [Gap {
-            offset: 3000,
-            len: 1000
-        }]
-    );
-    assert!(o.chunk_sizes.iter().all(|&n| n <= 400));
     assert!(o.reasons.iter().all(|&r| r == DataReason::Segment));
+    // [0,1000) in place, then [1000,2000) and [2000,3000) from the store,
+    // each split in 400-byte events; the stored [4000,5000) and
+    // [5000,6000) after the hole is given up at the end, the first event
+    // carrying the gap.
+    let mut expect = Vec::new();
+    for start in [0u64, 1000, 2000] {
+        expect.extend([
+            (start, 400, None),
+            (start + 400, 400, None),
+            (start + 800, 200, None),
+        ]);
+    }
+    let gap = Gap {
+        offset: 3000,
+        len: 1000,
+    };
+    expect.extend([(4000, 400, Some(gap)), (4400, 400, None), (4800, 200, None)]);
+    expect.extend([(5000, 400, None), (5400, 400, None), (5800, 200, None)]);
+    assert_eq!(*events.borrow(), expect);
 }
 
-/// `keep_chunk` works as with chunks: the kept segment is copied and the
-/// next event holds it followed by the new bytes; `overlap` repeats the
-/// last bytes of each event at the start of the next.
+/// Packet records go with the event that delivers their packet's first
+/// byte, with either delivery: a segment stored out of order brings its
+/// record along when it is delivered, not with the event before it.
+#[test]
+fn packet_records_follow_their_bytes() {
+    let data = bytes(3000, 8);
+    let mut c = Conv::new(client(), server(), 1, 1);
+    c.handshake().client(&data, 1000);
+    let mut frames = c.frames.clone();
+    frames.swap(3, 4); // [1000,2000) before [0,1000)
+    for delivery in [Delivery::Chunks, Delivery::Segments] {
+        let events = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let log = events.clone();
+        let rec = Recorder {
+            on_data_hook: Some(Box::new(move |_, c| {
+                let records: Vec<u64> = c.packets.iter().map(|p| p.offset).collect();
+                log.borrow_mut().push((c.offset, records));
+            })),
+            ..Default::default()
+        };
+        let cfg = Config {
+            need_packets: true,
+            chunk_size: 1000,
+            delivery,
+            ..Config::default()
+        };
+        let mut w = Worker::new(cfg, rec);
+        feed(&mut w, &frames, 1);
+        let stats = w.finish();
+        assert_eq!(
+            *events.borrow(),
+            [(0, vec![0]), (1000, vec![1000]), (2000, vec![2000])],
+            "{delivery}"
+        );
+        assert_eq!(w.handler().get(0, "orig").data, data);
+        assert!(stats.totals.invariant_holds());
+    }
+}
+
+/// `keep_chunk` with segments: the kept segment is copied and the next
+/// event holds it followed by the new bytes (as with chunks), unless the
+/// budget has no room for the copy; `overlap` repeats the last bytes of
+/// each event at the start of the next.
 #[test]
 fn keep_and_overlap_with_segments() {
     let data = bytes(3000, 4);
@@ -274,6 +336,25 @@ fn keep_and_overlap_with_segments() {
     assert_eq!(o.full_chunks[1], &data[..1000], "kept + new");
     assert_eq!(o.full_chunks[2], &data[..1500], "kept twice + new");
     assert_eq!(o.full_chunks[3], &data[1500..2000], "released");
+
+    // A keep the budget cannot hold is not kept: the next event starts at
+    // the new bytes, and the refusal is counted.
+    let rec = Recorder {
+        on_data_hook: Some(Box::new(|s, _| s.keep_chunk())),
+        ..Default::default()
+    };
+    let cfg = Config {
+        memory_size: 100,
+        ..Config::default()
+    };
+    let mut w = Worker::new(segments(cfg), rec);
+    feed(&mut w, &c.frames, 1);
+    let stats = w.finish();
+    let o = w.handler().get(0, "orig");
+    assert_eq!(o.data, data);
+    assert_eq!(o.chunk_offsets[..2], [0, 500]);
+    assert_eq!(o.full_chunks[1], &data[500..1000]);
+    assert!(stats.memory_refusals >= 1);
 
     let (r, _) = run_worker(
         segments(Config {
@@ -355,8 +436,8 @@ fn datagrams_with_segments() {
     assert_eq!(r.get(0, "orig").reasons, [DataReason::Packet; 2]);
 }
 
-/// The opposite direction's descriptor, built only when a callback asks for
-/// it, is the other direction's state at that moment.
+/// The opposite direction's descriptor (built when a callback asks for
+/// it) is the other direction's state at that moment.
 #[test]
 fn opposite_descriptor_is_built_on_demand() {
     let req = bytes(3000, 6);

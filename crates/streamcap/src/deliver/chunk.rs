@@ -6,6 +6,7 @@ use crate::time::Timestamp;
 
 /// Why a data event fired.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DataReason {
     /// The chunk reached the chunk size.
     Full,
@@ -71,7 +72,12 @@ pub struct Chunk<'a> {
     pub reason: DataReason,
     /// Bytes missing right before `data[new_from]`, if any.
     pub gap: Option<Gap>,
-    /// The packets whose payload begins in this chunk (empty unless packets were requested).
+    /// The packets that arrived since the last event and whose payload
+    /// begins before this chunk's end (empty unless packets were
+    /// requested): the packets of its bytes, and retransmissions of bytes
+    /// already delivered. A packet stored out of order goes with the event
+    /// that delivers its first byte; packets that arrive after a stream's
+    /// last event are not delivered.
     pub packets: &'a [PacketRecord],
 }
 
@@ -80,6 +86,24 @@ impl Chunk<'_> {
     pub fn new_data(&self) -> &[u8] {
         self.data.get(self.new_from..).unwrap_or(&[])
     }
+}
+
+/// Moves the records of packets whose payload begins at or past `end` out
+/// of `records` (they go with a later event) and returns them, in order.
+/// Allocates nothing when there are none.
+pub(crate) fn records_from(records: &mut Vec<PacketRecord>, end: u64) -> Vec<PacketRecord> {
+    if records.iter().all(|r| r.offset < end) {
+        return Vec::new();
+    }
+    let mut later = Vec::new();
+    records.retain(|r| {
+        let past = r.offset >= end;
+        if past {
+            later.push(*r);
+        }
+        !past
+    });
+    later
 }
 
 /// The buffer collecting a stream's next chunk.
@@ -184,5 +208,35 @@ impl ChunkBuf {
         self.kept = 0;
         self.gap = None;
         self.pending_since = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(offset: u64) -> PacketRecord {
+        PacketRecord {
+            ts: Timestamp::ZERO,
+            offset,
+            len: 10,
+            ip_len: 50,
+            seq: 0,
+            ack: 0,
+            flags: 0,
+            window: 0,
+        }
+    }
+
+    #[test]
+    fn records_past_the_end_wait_for_a_later_event() {
+        let mut now = vec![rec(0), rec(300), rec(100), rec(200)];
+        let later = records_from(&mut now, 200);
+        assert_eq!(now, [rec(0), rec(100)]);
+        assert_eq!(later, [rec(300), rec(200)], "arrival order is kept");
+        let mut all_before = vec![rec(5)];
+        let none = records_from(&mut all_before, 10);
+        assert!(none.is_empty() && none.capacity() == 0);
+        assert_eq!(all_before, [rec(5)]);
     }
 }

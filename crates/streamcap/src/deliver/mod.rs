@@ -8,7 +8,7 @@ mod pool;
 mod stream;
 
 pub use budget::Budget;
-pub(crate) use chunk::ChunkBuf;
+pub(crate) use chunk::{records_from, ChunkBuf};
 pub use chunk::{Chunk, DataReason, Gap, PacketRecord};
 pub use handler::{Callbacks, FlowEnd, Handler};
 pub(crate) use pool::BufferPool;

@@ -174,6 +174,7 @@ impl std::fmt::Debug for StreamErrors {
 /// Both give the same bytes, gaps and counters; they differ in how the bytes
 /// are cut into data events and whether they are copied.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Delivery {
     /// Scap's model: bytes are copied into the stream's chunk buffer and
     /// handed over when it holds `chunk_size` bytes, when the flush timeout
@@ -191,7 +192,9 @@ pub enum Delivery {
     /// copied only when the application asks for them to be held: kept with
     /// [`Stream::keep_chunk`] (copied right after the callback, and held only
     /// if the budget has room) or repeated by an `overlap`. With packet
-    /// records, each event carries its segment's record. Events always have
+    /// records, each event carries the records of the packets whose payload
+    /// begins in it (and of retransmissions that arrived since the last
+    /// event). Events always have
     /// reason `Segment` (or `Packet` for a per-packet protocol); the end of
     /// the stream is told by the close event and the descriptor.
     ///
@@ -427,7 +430,10 @@ impl<S> Stream<'_, S> {
     /// Keeps the current chunk: the next data event receives these bytes
     /// followed by the new ones in one contiguous slice (Scap
     /// `scap_keep_stream_chunk`). Kept bytes stay charged to the memory budget.
-    /// A gap in the stream releases them.
+    /// A gap in the stream releases them. With [`Delivery::Segments`] the
+    /// bytes are copied when the callback returns; if the budget has no room
+    /// for them they are not kept (a refusal the budget counts), and the next
+    /// event starts at the new bytes (`new_from` 0, `offset` after them).
     pub fn keep_chunk(&mut self) {
         self.info.keep = true;
     }
