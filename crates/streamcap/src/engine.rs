@@ -325,21 +325,28 @@ impl<S> DirState<S> {
 impl Ext {
     /// The chunk buffer, created at the delivery point on first use.
     fn buf_mut(&mut self) -> &mut ChunkBuf {
-        let start = self.tcp.next;
-        let delivered = self.chunks > 0;
-        self.buf.get_or_insert_with(|| {
-            // Nothing was ever buffered or delivered before (segment delivery
-            // may deliver without a buffer): every byte before the delivery
-            // point went undelivered, which the next chunk reports as a gap.
-            let gap = (start > 0 && !delivered).then_some(Gap {
-                offset: 0,
-                len: start,
-            });
-            ChunkBuf {
-                start,
-                gap,
+        if self.buf.is_none() {
+            self.buf = Some(ChunkBuf {
+                start: self.tcp.next,
+                gap: self.first_gap(),
                 ..ChunkBuf::default()
-            }
+            });
+        }
+        match self.buf.as_mut() {
+            Some(b) => b,
+            None => unreachable!(),
+        }
+    }
+
+    /// The gap that a stream's first event reports while it has no chunk
+    /// buffer: when nothing was ever buffered or delivered (segment delivery
+    /// may deliver without a buffer), every byte before the delivery point
+    /// went undelivered.
+    fn first_gap(&self) -> Option<Gap> {
+        let start = self.tcp.next;
+        (start > 0 && self.chunks == 0).then_some(Gap {
+            offset: 0,
+            len: start,
         })
     }
 
@@ -701,16 +708,7 @@ impl<H: Handler> Cx<'_, H> {
                 let later = records_from(&mut packets, end);
                 (b.gap.take(), packets, later)
             }
-            // No buffer: the bytes before the first event were not delivered
-            // (as `Ext::buf_mut` would report).
-            None => (
-                (e.chunks == 0 && offset > 0).then_some(Gap {
-                    offset: 0,
-                    len: offset,
-                }),
-                Vec::new(),
-                Vec::new(),
-            ),
+            None => (e.first_gap(), Vec::new(), Vec::new()),
         };
         e.chunks += 1;
         let c = &mut e.counters;
