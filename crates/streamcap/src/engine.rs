@@ -2202,7 +2202,11 @@ impl<H: Handler> Worker<H> {
         // (Freed first, so that the memory peak stays where it was.)
         self.table.release_index();
         // Terminate in order of creation for a deterministic event order.
-        let slots = self.table.slots_by(|c| c.conn_id);
+        // (Serials grow with insertion, so insertion order is that order.)
+        let slots = self
+            .table
+            .slots_in_insertion_order()
+            .unwrap_or_else(|| self.table.slots_by(|c| c.conn_id));
         // Creation order is not memory order: each connection's lines are
         // prefetched a few connections ahead (its record, then its
         // extensions, which the record points to), so that their misses

@@ -76,6 +76,7 @@ pub mod dispatch;
 pub mod engine;
 pub mod filter;
 pub mod flow;
+pub mod handoff;
 pub mod huge_pages;
 pub mod reassembly;
 pub mod source;

@@ -118,6 +118,9 @@ pub struct FlowTable<T> {
     slab: Slab<Entry<T>>,
     links: Vec<Link>,
     queues: [BinaryHeap<Reverse<Due>>; LISTS],
+    /// Whether a flow was ever removed: until then the slab has no holes
+    /// and its slot order is the order of insertion.
+    removed_any: bool,
 }
 
 impl<T> Default for FlowTable<T> {
@@ -135,6 +138,7 @@ impl<T> FlowTable<T> {
             slab: Slab::new(),
             links: Vec::new(),
             queues: Default::default(),
+            removed_any: false,
         }
     }
 
@@ -243,6 +247,7 @@ impl<T> FlowTable<T> {
             }
         }
         let e = self.slab.remove(idx as usize);
+        self.removed_any = true;
         Some((e.key, e.value))
     }
 
@@ -362,6 +367,20 @@ impl<T> FlowTable<T> {
         v.into_iter().map(|(_, i)| i).collect()
     }
 
+    /// Slots of every flow in the order they were inserted, when that
+    /// order is known without reading the flows: no flow was ever removed,
+    /// so no slot was reused and slot order is insertion order. `None`
+    /// otherwise (then [`slots_by`](Self::slots_by) with an insertion
+    /// serial gives it). At the end of a SYN flood (200,000 flows) this
+    /// spares a pass over 30 MB of flows before the pass that removes them.
+    pub fn slots_in_insertion_order(&self) -> Option<Vec<u32>> {
+        if self.removed_any {
+            return None;
+        }
+        // No holes: the flows are in slots 0..len.
+        Some((0..self.slab.len() as u32).collect())
+    }
+
     /// Frees the key index ahead of removing every flow: [`find`](Self::find)
     /// finds nothing afterwards, while [`remove`](Self::remove), the queues and
     /// slot access keep working, and removal no longer costs a hash probe
@@ -438,6 +457,26 @@ mod tests {
         assert_eq!(t.find(&key(2)), None);
         assert_eq!(t.len(), 2);
         assert!(t.remove(b).is_none());
+    }
+
+    /// Insertion order is known from the slots alone until a flow is
+    /// removed (its slot may then be reused out of order).
+    #[test]
+    fn insertion_order_until_a_removal() {
+        let mut t = FlowTable::new();
+        let slots: Vec<u32> = (0..5)
+            .map(|p| t.insert(key(p), ListId::Tcp, Timestamp(u64::from(p)), p))
+            .collect();
+        assert_eq!(t.slots_in_insertion_order(), Some(slots.clone()));
+        // Removing nothing changes nothing.
+        assert!(t.remove(99).is_none());
+        assert_eq!(t.slots_in_insertion_order(), Some(slots.clone()));
+        t.remove(slots[1]);
+        let again = t.insert(key(9), ListId::Tcp, Timestamp(9), 9);
+        assert_eq!(again, slots[1], "the freed slot is reused");
+        assert_eq!(t.slots_in_insertion_order(), None);
+        // The serial order still gives it.
+        assert_eq!(t.slots_by(|&serial| serial), vec![0, 2, 3, 4, again]);
     }
 
     /// Draining: slots come in the requested order, and after the index is

@@ -16,13 +16,15 @@
 //! instead of in its way (on the 2 M-packet traces, interleaved runs: `flows`
 //! on small packets 0.186 → 0.170 s, `streams` on `campus` 0.803 → 0.734 s,
 //! for about 5 % more CPU time in all; bench/README.md, eighth session).
+//! Each end polls for the other's buffer a short while before it sleeps
+//! ([`crate::handoff`]), which spares the worker a wake-up per buffer.
 //! The bytes, offsets, end and errors are the same either way.
 
+use crate::handoff::recv_soon;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
-use std::sync::mpsc::{sync_channel, Receiver, RecvError, SyncSender, TryRecvError};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 /// Bytes read ahead at a time.
 pub(super) const WINDOW: usize = 1 << 20;
@@ -141,41 +143,6 @@ fn read_ahead(
         let last = end.is_some();
         if full.send(Filled { buf, len, end }).is_err() || last {
             return;
-        }
-    }
-}
-
-/// How long either end of the read-ahead polls for the other before it
-/// sleeps (see [`recv_soon`]).
-const SPIN: Duration = Duration::from_micros(200);
-
-/// `rx.recv()`, but polling the channel for up to [`SPIN`] before sleeping
-/// on it.
-///
-/// The read-ahead thread is usually a buffer ahead of the worker and waits
-/// for it to give one back, about 1,600 times on the 1.6 GB campus trace. A
-/// sleeping thread must be woken: the worker's `futex` wake (an interrupt
-/// to the other CPU, a VM exit on this host) and the sleeper's wake-up
-/// latency cost more than the wait itself. Polling for up to 200 µs (the
-/// worker takes about 150 µs to go through a 1 MiB buffer of `campus`)
-/// takes that off the worker: `streams --delivery segments` on `campus`
-/// 0.263 → 0.235 s and `flows` 0.245 → 0.216 s (median of 9 interleaved
-/// runs), for about 0.1 s more CPU time on the read-ahead thread's core,
-/// which would otherwise idle (bench/README.md, twelfth session). A wait
-/// longer than that (a slow pipe, the worker blocked on its output) sleeps
-/// as before.
-fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, RecvError> {
-    let mut since: Option<Instant> = None;
-    loop {
-        for _ in 0..64 {
-            match rx.try_recv() {
-                Ok(v) => return Ok(v),
-                Err(TryRecvError::Disconnected) => return Err(RecvError),
-                Err(TryRecvError::Empty) => std::hint::spin_loop(),
-            }
-        }
-        if since.get_or_insert_with(Instant::now).elapsed() > SPIN {
-            return rx.recv();
         }
     }
 }
@@ -551,34 +518,5 @@ mod tests {
             Window::open_limited(Path::new("/nonexistent/streamcap/w"), WINDOW, None, false)
                 .is_err()
         );
-    }
-
-    #[test]
-    fn recv_soon_waits_polls_and_sleeps_like_recv() {
-        // Ready at once.
-        let (tx, rx) = sync_channel(1);
-        tx.send(1).unwrap();
-        assert_eq!(recv_soon(&rx), Ok(1));
-        // Sent while polling, and long after the polling stopped (asleep).
-        for delay in [Duration::from_micros(50), SPIN * 20] {
-            let (tx, rx) = sync_channel(1);
-            let sender = std::thread::spawn(move || {
-                std::thread::sleep(delay);
-                tx.send(2).unwrap();
-            });
-            assert_eq!(recv_soon(&rx), Ok(2), "sent after {delay:?}");
-            sender.join().unwrap();
-        }
-        // The sender gone: an error, at once or after the polling.
-        let (tx, rx) = sync_channel::<u8>(1);
-        drop(tx);
-        assert_eq!(recv_soon(&rx), Err(RecvError));
-        let (tx, rx) = sync_channel::<u8>(1);
-        let dropper = std::thread::spawn(move || {
-            std::thread::sleep(SPIN * 5);
-            drop(tx);
-        });
-        assert_eq!(recv_soon(&rx), Err(RecvError));
-        dropper.join().unwrap();
     }
 }
