@@ -3,18 +3,27 @@
 //!
 //! A thread blocked on a channel sleeps, and the other thread must then
 //! wake it: a `futex` call whose wake-up is an interrupt to the other CPU
-//! (a VM exit on a virtual machine) and whose sleeper takes tens of
-//! microseconds to run again. Where threads hand over a buffer every
-//! 100–200 µs, as the read-ahead thread and the worker do (a 1 MiB buffer of
-//! a capture file) or a worker and its output's writer thread (a batch of
-//! 512 records), that cost is of the order of the work itself. Polling for
-//! up to [`SPIN`] first catches the usual wait, which is shorter, without
-//! a wake-up; a longer wait (a slow pipe, a slow reader of the output)
-//! sleeps as before, after [`SPIN`] of CPU time.
+//! (a VM exit on a virtual machine whose idle CPUs halt at once, as this
+//! project's host does) and whose sleeper takes tens of microseconds to
+//! run again. Where threads hand over a buffer every 100–200 µs, as the
+//! read-ahead thread and the worker do (a 1 MiB buffer of a capture file)
+//! or a worker and its output's writer thread (a batch of 512 records),
+//! that cost is of the order of the work itself. Polling for up to [`SPIN`]
+//! first catches the usual wait, which is shorter, without a wake-up; a
+//! longer wait (a slow pipe, a slow reader of the output) sleeps as
+//! before.
+//!
+//! Polling must not take a CPU that other work needs: between two polls
+//! the poller yields (`sched_yield`), and once it finds it was kept off its
+//! CPU for more than [`PREEMPTED`] (another thread ran there, perhaps the
+//! very thread it waits for), it sleeps at once. Polling with a bare spin
+//! loop instead gained as much on an idle machine but, with one busy
+//! process beside it, made `streams` on the campus trace 0.72 s instead of
+//! 0.37 s; yielding and giving up costs 0–8 % there.
 //!
 //! Measured on this project's 2-core host (bench/README.md, twelfth
 //! session): with the read-ahead thread polling, `streams --delivery
-//! segments` on the 1.6 GB campus trace took 0.232 s instead of 0.265 s
+//! segments` on the 1.6 GB campus trace took 0.239 s instead of 0.259 s
 //! and `flows` 0.216 s instead of 0.245 s (the worker no longer woke the
 //! read-ahead thread 1,541 times), for about 0.1 s more CPU time on a core
 //! that would otherwise idle.
@@ -25,48 +34,65 @@ use std::time::{Duration, Instant};
 /// How long [`recv_soon`] and [`send_soon`] poll before they sleep.
 pub const SPIN: Duration = Duration::from_micros(200);
 
-/// Polls between two looks at the clock.
-const POLLS: usize = 64;
+/// A poll that took longer than this means the thread was made to wait
+/// for its CPU: other work wants it, so polling on would take the CPU from
+/// it (the other end of the channel, perhaps) and the poller sleeps.
+pub const PREEMPTED: Duration = Duration::from_micros(20);
 
-/// `rx.recv()`, polling the channel for up to [`SPIN`] before sleeping on
-/// it. Same result as `recv`: the next value, or an error once the channel
-/// is empty and every sender is gone.
-pub fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, RecvError> {
-    let mut since: Option<Instant> = None;
+/// Polls `attempt` with `held` (which it gives back while it must wait),
+/// giving the CPU to any other runnable thread between two polls, until it
+/// succeeds, [`SPIN`] has passed or the thread was kept off its CPU; then
+/// hands what it holds to `block`.
+fn poll_then<H, T>(
+    mut held: H,
+    mut attempt: impl FnMut(H) -> Result<T, H>,
+    block: impl FnOnce(H) -> T,
+) -> T {
+    let start = Instant::now();
+    let mut last = start;
     loop {
-        for _ in 0..POLLS {
-            match rx.try_recv() {
-                Ok(v) => return Ok(v),
-                Err(TryRecvError::Disconnected) => return Err(RecvError),
-                Err(TryRecvError::Empty) => std::hint::spin_loop(),
-            }
+        held = match attempt(held) {
+            Ok(v) => return v,
+            Err(h) => h,
+        };
+        std::thread::yield_now();
+        let now = Instant::now();
+        if now - last > PREEMPTED || now - start > SPIN {
+            return block(held);
         }
-        if since.get_or_insert_with(Instant::now).elapsed() > SPIN {
-            return rx.recv();
-        }
+        last = now;
     }
 }
 
+/// `rx.recv()`, polling the channel for up to [`SPIN`] before sleeping on
+/// it (sooner if another thread wants the CPU). Same result as `recv`: the
+/// next value, or an error once the channel is empty and every sender is
+/// gone.
+pub fn recv_soon<T>(rx: &Receiver<T>) -> Result<T, RecvError> {
+    poll_then(
+        (),
+        |()| match rx.try_recv() {
+            Ok(v) => Ok(Ok(v)),
+            Err(TryRecvError::Disconnected) => Ok(Err(RecvError)),
+            Err(TryRecvError::Empty) => Err(()),
+        },
+        |()| rx.recv(),
+    )
+}
+
 /// `tx.send(v)`, polling for room for up to [`SPIN`] before sleeping until
-/// there is some. Same result as `send`: sent, or the value back once the
-/// receiver is gone.
-pub fn send_soon<T>(tx: &SyncSender<T>, mut v: T) -> Result<(), SendError<T>> {
-    let mut since: Option<Instant> = None;
-    loop {
-        for _ in 0..POLLS {
-            match tx.try_send(v) {
-                Ok(()) => return Ok(()),
-                Err(TrySendError::Disconnected(back)) => return Err(SendError(back)),
-                Err(TrySendError::Full(back)) => {
-                    v = back;
-                    std::hint::spin_loop();
-                }
-            }
-        }
-        if since.get_or_insert_with(Instant::now).elapsed() > SPIN {
-            return tx.send(v);
-        }
-    }
+/// there is some (sooner if another thread wants the CPU). Same result as
+/// `send`: sent, or the value back once the receiver is gone.
+pub fn send_soon<T>(tx: &SyncSender<T>, v: T) -> Result<(), SendError<T>> {
+    poll_then(
+        v,
+        |v| match tx.try_send(v) {
+            Ok(()) => Ok(Ok(())),
+            Err(TrySendError::Disconnected(back)) => Ok(Err(SendError(back))),
+            Err(TrySendError::Full(back)) => Err(back),
+        },
+        |v| tx.send(v),
+    )
 }
 
 #[cfg(test)]
