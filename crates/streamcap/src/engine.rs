@@ -9,7 +9,7 @@
 
 use crate::config::{Config, ReassemblyMode};
 use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
-use crate::decode::{decode_ip, decode_transport, NetPacket, TcpSegment, Transport};
+use crate::decode::{decode_ip, decode_transport, FragmentInfo, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
     records_from, Budget, BufferPool, Chunk, ChunkBuf, DataReason, Delivery, EndReason, FlowEnd,
     Gap, Handler, Opposite, PacketRecord, Stream, StreamCounters, StreamErrors, StreamInfo,
@@ -448,7 +448,9 @@ enum Prepared<'a> {
     Ready(Ready<'a>),
     /// Another worker's packet (only the clock advances).
     NotMine,
-    /// Anything else (fragments, decoding errors): the per-packet path.
+    /// An IP fragment, decoded (for the defragmenter).
+    Fragment(NetPacket<'a>),
+    /// Anything else (decoding errors, non-IP frames): the per-packet path.
     Slow,
 }
 
@@ -1357,47 +1359,7 @@ impl<H: Handler> Worker<H> {
             }
         };
         if let Some(f) = net.fragment {
-            let key = FragKey {
-                src: net.src,
-                dst: net.dst,
-                id: f.id,
-                proto: net.proto,
-                vlan: net.vlan_key(),
-            };
-            if self.shard.as_ref().is_none_or(|s| s.owns_fragment(&key)) {
-                self.count_frame(pkt);
-                self.stats.ip_packets += 1;
-                self.stats.fragments += 1;
-            }
-            let frag = Fragment {
-                offset: f.offset,
-                more: f.more,
-                ip_len: net.ip_len,
-            };
-            match self
-                .defrag
-                .process(self.now, key, frag, net.payload, net.payload_wire_len)
-            {
-                DefragOutcome::Pending => {}
-                DefragOutcome::Complete(bytes, wire) => {
-                    if self
-                        .shard
-                        .as_ref()
-                        .is_some_and(|s| !s.owns_packet(&net, bytes))
-                    {
-                        return;
-                    }
-                    let mut scratch = std::mem::take(&mut self.scratch);
-                    scratch.clear();
-                    scratch.extend_from_slice(bytes);
-                    let header = net.ip_len.saturating_sub(net.payload_wire_len);
-                    let ip_len = header + scratch.len() as u32;
-                    self.frag_wire = Some(wire);
-                    self.handle_ip(pkt, &net, &scratch, scratch.len() as u32, ip_len);
-                    self.frag_wire = None;
-                    self.scratch = scratch;
-                }
-            }
+            self.process_fragment(pkt, &net, f);
             return;
         }
         if let Some(s) = &self.shard {
@@ -1408,6 +1370,53 @@ impl<H: Handler> Worker<H> {
         self.count_frame(pkt);
         self.stats.ip_packets += 1;
         self.handle_ip(pkt, &net, net.payload, net.payload_wire_len, net.ip_len);
+    }
+
+    /// Processes an IP fragment (decoded as `net`, at position `f`): it
+    /// goes to the defragmenter, and a datagram it completes to the
+    /// transport layer.
+    fn process_fragment(&mut self, pkt: &RawPacket<'_>, net: &NetPacket<'_>, f: FragmentInfo) {
+        let key = FragKey {
+            src: net.src,
+            dst: net.dst,
+            id: f.id,
+            proto: net.proto,
+            vlan: net.vlan_key(),
+        };
+        if self.shard.as_ref().is_none_or(|s| s.owns_fragment(&key)) {
+            self.count_frame(pkt);
+            self.stats.ip_packets += 1;
+            self.stats.fragments += 1;
+        }
+        let frag = Fragment {
+            offset: f.offset,
+            more: f.more,
+            ip_len: net.ip_len,
+        };
+        match self
+            .defrag
+            .process(self.now, key, frag, net.payload, net.payload_wire_len)
+        {
+            DefragOutcome::Pending => {}
+            DefragOutcome::Complete(bytes, wire) => {
+                if self
+                    .shard
+                    .as_ref()
+                    .is_some_and(|s| !s.owns_packet(net, bytes))
+                {
+                    return;
+                }
+                let mut scratch = std::mem::take(&mut self.scratch);
+                scratch.clear();
+                scratch.extend_from_slice(bytes);
+                let header = net.ip_len.saturating_sub(net.payload_wire_len);
+                let ip_len = header + scratch.len() as u32;
+                self.frag_wire = Some(wire);
+                self.handle_ip(pkt, net, &scratch, scratch.len() as u32, ip_len);
+                self.frag_wire = None;
+                self.scratch = scratch;
+            }
+        }
     }
 
     /// Processes frames in order, with exactly the result of calling
@@ -1481,6 +1490,12 @@ impl<H: Handler> Worker<H> {
                         self.handle_transport(p, r.proto, &r.transport, &r.flow, r.ip_len);
                     }
                     Prepared::NotMine => self.advance_clock(p.ts),
+                    Prepared::Fragment(net) => {
+                        self.advance_clock(p.ts);
+                        if let Some(f) = net.fragment {
+                            self.process_fragment(p, net, f);
+                        }
+                    }
                     Prepared::Slow => self.process(p),
                 }
             }
@@ -1505,6 +1520,8 @@ impl<H: Handler> Worker<H> {
             return;
         };
         if net.fragment.is_some() {
+            // Decoded once: the per-packet path would decode it again.
+            *slot = Prepared::Fragment(net.clone());
             return;
         }
         if self
