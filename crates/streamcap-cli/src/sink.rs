@@ -187,11 +187,7 @@ impl SharedOutput {
     /// writing; fails with the writer's first error, if it met one.
     fn write(&self, bytes: Vec<u8>) -> io::Result<()> {
         stored(&self.0.error)?;
-        // A worker that formatted a batch itself (the queue was full) finds
-        // the queue full again more often than not: polling for room rather
-        // than sleeping spares it a wake-up per batch (252 at the end of a
-        // SYN flood of 200,000 connections).
-        send_soon(&self.0.jobs, Job::Write(bytes)).map_err(|_| gone())
+        self.0.jobs.send(Job::Write(bytes)).map_err(|_| gone())
     }
 
     /// Queues `records` for formatting and writing; fails like
@@ -208,7 +204,12 @@ impl SharedOutput {
                     self.0.format.append(r, &mut text);
                 }
                 give_back(&self.0.record_spares, records);
-                self.write(text)
+                // The queue is more often than not still full: polling for
+                // room rather than sleeping spares this worker a wake-up
+                // per batch (252 at the end of a SYN flood of 200,000
+                // connections).
+                stored(&self.0.error)?;
+                send_soon(&self.0.jobs, Job::Write(text)).map_err(|_| gone())
             }
             // Not sent (only `Job::Records` is): the thread is gone.
             Err(_) => Err(gone()),

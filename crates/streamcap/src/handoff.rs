@@ -21,12 +21,18 @@
 //! process beside it, made `streams` on the campus trace 0.72 s instead of
 //! 0.37 s; yielding and giving up costs 0–8 % there.
 //!
-//! Measured on this project's 2-core host (bench/README.md, twelfth
-//! session): with the read-ahead thread polling, `streams --delivery
-//! segments` on the 1.6 GB campus trace took 0.239 s instead of 0.259 s
-//! and `flows` 0.216 s instead of 0.245 s (the worker no longer woke the
-//! read-ahead thread 1,541 times), for about 0.1 s more CPU time on a core
-//! that would otherwise idle.
+//! Both functions are for bounded channels of capacity 1 or more (with a
+//! rendezvous channel, capacity 0, polling never meets the other end and
+//! they end up blocking, as `recv` and `send` would).
+//!
+//! Measured on this project's 2-core VM (bench/README.md, twelfth
+//! session; interleaved runs against the code before): with the
+//! read-ahead thread and the worker polling, `streams --delivery
+//! segments` on the 1.6 GB campus trace took 0.239 s instead of 0.259 s,
+//! and in a slow phase of the host `flows` took 0.246 s instead of
+//! 0.320 s; the worker no longer woke the read-ahead thread 1,541 times.
+//! The price is CPU time on a core that would otherwise idle (about 0.09 s
+//! there).
 
 use std::sync::mpsc::{Receiver, RecvError, SendError, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, Instant};
@@ -99,6 +105,49 @@ pub fn send_soon<T>(tx: &SyncSender<T>, v: T) -> Result<(), SendError<T>> {
 mod tests {
     use super::*;
     use std::sync::mpsc::sync_channel;
+
+    #[test]
+    fn poll_then_polls_without_blocking_until_it_succeeds() {
+        // Success on the fifth poll: `block` is never called, and what the
+        // attempts hold passes through untouched.
+        let mut polls = 0;
+        let got = poll_then(
+            String::from("held"),
+            |h| {
+                polls += 1;
+                if polls == 5 {
+                    Ok(h + " and done")
+                } else {
+                    Err(h)
+                }
+            },
+            |_| unreachable!("succeeded while polling"),
+        );
+        assert_eq!((polls, got.as_str()), (5, "held and done"));
+    }
+
+    #[test]
+    fn poll_then_blocks_once_after_polling_in_vain() {
+        let start = Instant::now();
+        let mut polls = 0;
+        let mut blocked = 0;
+        let got = poll_then(
+            7,
+            |h| {
+                polls += 1;
+                Err::<u32, _>(h)
+            },
+            |h| {
+                blocked += 1;
+                h + 1
+            },
+        );
+        assert_eq!((got, blocked), (8, 1));
+        assert!(polls >= 1);
+        // It gave up after SPIN at most (sooner if it was kept off its CPU),
+        // not at once and not forever.
+        assert!(start.elapsed() < SPIN * 50, "{:?}", start.elapsed());
+    }
 
     #[test]
     fn recv_soon_waits_polls_and_sleeps_like_recv() {

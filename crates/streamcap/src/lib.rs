@@ -17,6 +17,7 @@
 //! - [`reassembly`]: TCP sequence tracking, out-of-order buffering, overlap policies.
 //! - [`deliver`]: stream descriptors, chunks, the memory budget and the callbacks.
 //! - [`engine`]: the worker that runs the whole path for one shard of flows.
+//! - [`handoff`]: channel hand-offs between threads that poll before they sleep.
 //! - [`Capture`] ties a source, a [`Config`] and a [`deliver::Handler`] together.
 //!
 //! ## Example

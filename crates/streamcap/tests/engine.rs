@@ -571,6 +571,43 @@ fn flow_limit_evicts_least_recent_and_counts_it() {
     assert_eq!(stats.max_flows, 4);
 }
 
+/// At the end of the input the connections still open end in the order
+/// they were created, whether or not a slot of the flow table was reused
+/// (the table then knows that order only from the connections' serials).
+#[test]
+fn open_connections_end_in_creation_order_at_eof() {
+    let mut frames = Vec::new();
+    for p in 0..10u16 {
+        frames.push(udp(ep("10.0.0.1", 1000 + p), ep("10.0.0.2", 53), b"q"));
+    }
+    let eof_order = |r: &Recorder| -> Vec<u64> {
+        r.flows
+            .iter()
+            .filter(|f| f.1 == "eof")
+            .map(|f| f.3.conn_id)
+            .collect()
+    };
+    // Nothing removed before the end.
+    let (r, _) = run_worker(Config::default(), &frames);
+    assert_eq!(eof_order(&r), (0..10).collect::<Vec<u64>>());
+    // Six evicted on the way, their slots reused by later connections.
+    let (r, _) = run_worker(
+        Config {
+            max_flows: 4,
+            ..Config::default()
+        },
+        &frames,
+    );
+    assert_eq!(eof_order(&r), [6, 7, 8, 9]);
+    let evicted: Vec<u64> = r
+        .flows
+        .iter()
+        .filter(|f| f.1 == "evicted")
+        .map(|f| f.3.conn_id)
+        .collect();
+    assert_eq!(evicted, [0, 1, 2, 3, 4, 5]);
+}
+
 #[test]
 fn vlan_and_ipv6_flows_are_tracked() {
     let (c6, s6) = (ep("2001:db8::1", 5555), ep("2001:db8::2", 443));
