@@ -1,54 +1,15 @@
 //! Helpers shared by the CLI tests.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-/// Says why a test does not run. Written straight to the process's stderr:
-/// the test harness captures `eprintln!` (shown only for failing tests), so
-/// a skipped test would otherwise pass without a word.
-pub fn skip(reason: impl std::fmt::Display) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "skipping: {reason}");
-}
+#[path = "../../../streamcap/tests/support/shared.rs"]
+mod shared;
+#[allow(unused_imports)] // (not every test binary uses all three)
+pub use shared::{captures, corpus_dir as corpus, skip};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_streamcap");
-
-/// The shared corpus, if present.
-pub fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        skip(format!("corpus not found at {}", p.display()));
-        None
-    }
-}
-
-/// Every capture file under `dir`, sorted.
-pub fn captures(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p
-                .extension()
-                .and_then(|x| x.to_str())
-                .is_some_and(|x| x == "pcap" || x == "pcapng")
-            {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 /// Runs the binary.
 pub fn run(args: &[&str]) -> Output {
