@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use streamcap::deliver::{Callbacks, Chunk, Stream};
-use streamcap::engine::Worker;
+use streamcap::Worker;
 use streamcap::{
     Config, GlobalStats, LinkType, OverlapPolicy, RawPacket, ReassemblyMode, Timestamp,
 };

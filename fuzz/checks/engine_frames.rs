@@ -3,7 +3,7 @@
 //! continue their streams, every stream's and the global counters add up,
 //! and processing the frames in groups (`Worker::process_batch`, what file
 //! runs do) gives exactly what processing them one by one gives.
-use streamcap::engine::Worker;
+use streamcap::Worker;
 use streamcap::{LinkType, RawPacket, Timestamp};
 
 use super::common;

@@ -5,8 +5,8 @@
 //! delivers more than it captured, and both deliveries account alike.
 use etherparse::PacketBuilder;
 use streamcap::deliver::Delivery;
-use streamcap::engine::Worker;
 use streamcap::Config;
+use streamcap::Worker;
 
 use super::common;
 

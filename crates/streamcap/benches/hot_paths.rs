@@ -12,10 +12,10 @@ use etherparse::PacketBuilder;
 use streamcap::decode::{decode_ip, decode_transport};
 use streamcap::deliver::Budget;
 use streamcap::deliver::{Callbacks, Delivery};
-use streamcap::engine::Worker;
 use streamcap::flow::FlowKey;
 use streamcap::flow::{FlowTable, ListId};
 use streamcap::reassembly::assembler::{Assembler, Incoming};
+use streamcap::Worker;
 use streamcap::{Config, LinkType, OverlapPolicy, RawPacket, Timestamp};
 
 const MSS: usize = 1400;

@@ -14,9 +14,9 @@
 //! no-op handler. Prints each round's times and their ratio.
 use std::time::{Duration, Instant};
 use streamcap::deliver::Callbacks;
-use streamcap::engine::Worker;
 use streamcap::source::{FileSource, PacketSource};
 use streamcap::Config;
+use streamcap::Worker;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

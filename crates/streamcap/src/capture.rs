@@ -6,7 +6,7 @@ use crate::dispatch::fanout::Shard;
 use crate::dispatch::workers::{
     join_workers, pin_current_thread, Drive, Parallel, ParallelReport, WorkerReport,
 };
-use crate::engine::Worker;
+use crate::dispatch::Worker;
 use crate::reassembly::policy::OverlapPolicy;
 use crate::source::{FileSource, PacketSource, RawPacket, SourceError};
 use crate::stats::{DefragMerge, GlobalStats};

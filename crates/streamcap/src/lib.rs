@@ -16,7 +16,8 @@
 //! - [`flow`]: the bidirectional connection table with inactivity expiry.
 //! - [`reassembly`]: TCP sequence tracking, out-of-order buffering, overlap policies.
 //! - [`deliver`]: stream descriptors, chunks, the memory budget and the callbacks.
-//! - [`engine`]: the worker that runs the whole path for one shard of flows.
+//! - [`dispatch`]: the [`Worker`] that runs the whole path for one shard of
+//!   flows, and the split of the input between worker threads.
 //! - [`handoff`]: channel hand-offs between threads that poll before they sleep.
 //! - [`Capture`] ties a source, a [`Config`] and a [`deliver::Handler`] together.
 //!
@@ -74,7 +75,7 @@ pub mod config;
 pub mod decode;
 pub mod deliver;
 pub mod dispatch;
-pub mod engine;
+mod fast_path;
 pub mod filter;
 pub mod flow;
 pub mod handoff;
@@ -87,6 +88,8 @@ pub mod time;
 pub use capture::{Capture, CaptureBuilder, Progress, Report, RunHooks, Verdict};
 pub use config::{Config, ReassemblyMode};
 pub use deliver::{Callbacks, Chunk, Handler, Stream};
+pub use dispatch::Worker;
+pub(crate) use fast_path::fast_path_enabled;
 pub use reassembly::policy::OverlapPolicy;
 pub use source::{FileSource, LinkType, PacketSource, RawPacket, SourceError};
 pub use stats::GlobalStats;

@@ -46,7 +46,7 @@ impl ProtoClass {
 }
 
 /// Everything a worker counted. Stream totals (`streams`) include only
-/// terminated streams; after [`crate::engine::Worker::finish`] that is all of them,
+/// terminated streams; after [`crate::Worker::finish`] that is all of them,
 /// and the invariant `stream_bytes == captured + discarded + dropped + missing`
 /// holds for the totals as it does for each stream.
 #[derive(Clone, Debug, Default)]

@@ -7,7 +7,7 @@ mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use streamcap::deliver::{Chunk, Handler, Stream};
-use streamcap::engine::Worker;
+use streamcap::Worker;
 use streamcap::{Config, LinkType, RawPacket, Timestamp};
 use support::*;
 

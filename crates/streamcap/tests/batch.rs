@@ -6,8 +6,8 @@
 
 mod support;
 
-use streamcap::engine::Worker;
 use streamcap::source::{FileSource, PacketSource};
+use streamcap::Worker;
 use streamcap::{Config, ReassemblyMode};
 use support::{impaired_campus, Recorder};
 

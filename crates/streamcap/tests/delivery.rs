@@ -8,7 +8,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::ops::Range;
 use streamcap::deliver::{DataReason, Delivery, Gap, StreamErrors, StreamInfo};
-use streamcap::engine::Worker;
+use streamcap::Worker;
 use streamcap::{Config, FileSource, PacketSource, ReassemblyMode};
 use support::*;
 

@@ -3,7 +3,7 @@
 mod support;
 
 use streamcap::deliver::{DataReason, EndReason, StreamErrors, StreamStatus};
-use streamcap::engine::Worker;
+use streamcap::Worker;
 use streamcap::{Config, OverlapPolicy, ReassemblyMode};
 use support::*;
 

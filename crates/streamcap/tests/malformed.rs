@@ -19,8 +19,8 @@ use etherparse::PacketBuilder;
 use std::path::Path;
 use streamcap::decode::DecodeError;
 use streamcap::deliver::StreamErrors;
-use streamcap::engine::Worker;
 use streamcap::source::{FileSource, SourceErrorKind};
+use streamcap::Worker;
 use streamcap::{Capture, Config, GlobalStats, LinkType, PacketSource, RawPacket, Timestamp};
 use support::*;
 

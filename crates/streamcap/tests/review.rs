@@ -11,8 +11,8 @@ use std::time::Instant;
 use streamcap::deliver::{
     Chunk, DataReason, Delivery, FlowEnd, Gap, Handler, Stream, StreamErrors, StreamInfo,
 };
-use streamcap::engine::Worker;
 use streamcap::flow::Direction;
+use streamcap::Worker;
 use streamcap::{Config, LinkType, OverlapPolicy, RawPacket, ReassemblyMode, Timestamp};
 use support::*;
 

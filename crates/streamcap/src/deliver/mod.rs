@@ -1,8 +1,10 @@
 //! What the application receives: stream descriptors, chunks of stream data,
-//! events, and the memory budget that bounds everything held for delivery.
+//! events, the memory budget that bounds everything held for delivery, and
+//! the per-direction context that fills chunks and calls the handler.
 
 mod budget;
 mod chunk;
+pub(crate) mod context;
 mod handler;
 mod pool;
 mod stream;

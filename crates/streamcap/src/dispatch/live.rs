@@ -17,7 +17,7 @@
 use super::workers::{join_workers, pin_current_thread, Parallel, ParallelReport, WorkerReport};
 use crate::capture::{Capture, RunHooks, Verdict};
 use crate::deliver::Handler;
-use crate::engine::Worker;
+use crate::dispatch::Worker;
 use crate::source::{AfPacket, FanoutJoin, KernelFanout, KernelStats, LiveConfig, LiveError};
 use crate::stats::DefragMerge;
 use crate::time::Timestamp;

@@ -1,5 +1,8 @@
-//! Which core does the work: splitting the input between worker threads.
+//! Which core does the work: the per-shard worker and splitting the input
+//! between worker threads.
 //!
+//! - [`worker`]: one flow shard's whole data path ([`Worker`]), with its
+//!   grouped batch path.
 //! - [`fanout`]: which worker owns a packet when several workers read the
 //!   same file (in-process fan-out: flow hash or port locality).
 //! - [`live`]: live capture with one kernel fan-out socket per worker.
@@ -10,7 +13,11 @@
 //! per-core pairing of capture and analysis); no connection state is shared
 //! between threads.
 
+mod batch;
 pub mod fanout;
 #[cfg(target_os = "linux")]
 pub mod live;
+pub mod worker;
 pub mod workers;
+
+pub use worker::Worker;

@@ -111,7 +111,7 @@ pub trait PacketSource {
 
     /// Appends up to `max` next packets to `out`, all valid at once, so that
     /// a worker can look up every packet's flow before it processes any
-    /// ([`crate::engine::Worker::process_batch`]). Returns the input error
+    /// ([`crate::Worker::process_batch`]). Returns the input error
     /// that ended the batch, if any: the packets in `out` come before it and
     /// are good. Nothing appended and no error means the input is exhausted.
     ///

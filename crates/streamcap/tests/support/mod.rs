@@ -170,7 +170,7 @@ pub fn run_worker(
     frames: &[Vec<u8>],
 ) -> (Recorder, streamcap::GlobalStats) {
     let policy = cfg.policy;
-    let mut w = streamcap::engine::Worker::new(cfg, Recorder::default());
+    let mut w = streamcap::Worker::new(cfg, Recorder::default());
     feed(&mut w, frames, 1_000);
     let stats = w.finish();
     assert!(
@@ -182,7 +182,7 @@ pub fn run_worker(
 }
 
 /// Feeds frames to a worker, one millisecond apart starting at `t0` seconds.
-pub fn feed<H: Handler>(w: &mut streamcap::engine::Worker<H>, frames: &[Vec<u8>], t0: u64) {
+pub fn feed<H: Handler>(w: &mut streamcap::Worker<H>, frames: &[Vec<u8>], t0: u64) {
     for (i, f) in frames.iter().enumerate() {
         let p = RawPacket {
             ts: Timestamp::from_secs_nanos(t0, i as u64 * 1_000_000),

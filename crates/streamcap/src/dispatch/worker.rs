@@ -1,0 +1,528 @@
+//! The worker: one flow shard's whole data path, from a captured frame to the
+//! application's callbacks.
+//!
+//! A [`Worker`] owns its flow table, its memory budget, its fragment
+//! reassembler and its handler, so N workers can run side by side, each on its
+//! own shard of flows. Time is packet time: the worker's clock is the highest
+//! timestamp seen, so offline results do not depend on how fast the input is
+//! read. The stages it runs live beside their kind: decoding in
+//! [`crate::decode`], connection tracking, expiry and termination in
+//! [`crate::flow`], TCP reassembly in [`crate::reassembly`], chunk delivery
+//! in [`crate::deliver`]; [`super::batch`] is its grouped fast path.
+
+use crate::config::Config;
+use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
+use crate::decode::{decode_ip, decode_transport, FragmentInfo, NetPacket, Transport};
+use crate::deliver::context::{cx, FlushQueue, Outcome};
+use crate::deliver::{Budget, BufferPool, EndReason, Handler, PacketRecord, StreamParams};
+use crate::dispatch::fanout::Shard;
+use crate::flow::conn::{pair, Conn, Kind};
+use crate::flow::direction::{params_for, DirState, F_CREATED, F_DISCARD};
+use crate::flow::history::History;
+use crate::flow::{Direction, FlowKey, FlowOf, FlowTable, Side};
+use crate::source::RawPacket;
+use crate::stats::{GlobalStats, ProtoClass};
+use crate::time::Timestamp;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// The ports a flow key takes from a transport header (none for ICMP and
+/// other protocols).
+#[inline]
+pub(crate) fn ports(t: &Transport<'_>) -> (u16, u16) {
+    match t {
+        Transport::Tcp(seg) => (seg.src_port, seg.dst_port),
+        Transport::Udp(u) => (u.src_port, u.dst_port),
+        Transport::Icmp(_) | Transport::Other { .. } => (0, 0),
+    }
+}
+
+/// One flow shard: decodes frames, tracks connections, reassembles streams,
+/// and calls the handler.
+///
+/// ```
+/// use streamcap::{deliver::Callbacks, Config, Worker};
+/// let mut w = Worker::new(Config::default(), Callbacks::<()>::new());
+/// // feed frames with w.process(&raw_packet) ...
+/// let stats = w.finish();
+/// assert_eq!(stats.packets, 0);
+/// ```
+pub struct Worker<H: Handler> {
+    pub(crate) cfg: Config,
+    /// Stream parameters from `cfg`, by direction (orig, resp).
+    pub(crate) defaults: [StreamParams; 2],
+    pub(crate) handler: H,
+    pub(crate) table: FlowTable<Conn<H::State>>,
+    pub(crate) budget: Budget,
+    /// Spare chunk-buffer vectors, reused across streams.
+    pub(crate) pool: BufferPool,
+    pub(crate) defrag: Defragmenter,
+    pub(crate) flush: FlushQueue,
+    pub(crate) now: Timestamp,
+    /// No flow can time out before this (a lower bound of the list heads' deadlines).
+    pub(crate) next_check: Timestamp,
+    pub(crate) next_conn_id: u64,
+    pub(crate) stats: GlobalStats,
+    pub(crate) scratch: Vec<u8>,
+    /// While a reassembled datagram is handled: the fragments it took on the
+    /// wire, which its connection counts instead of one packet.
+    pub(crate) frag_wire: Option<WireCount>,
+    /// The share of the input this worker owns, when several workers read
+    /// the same input (file runs); `None` processes everything.
+    pub(crate) shard: Option<Shard>,
+    /// Some stream may start with a cutoff above 0 (by default or by a
+    /// cutoff class), so payload may be copied into chunk buffers: worth
+    /// prefetching their ends in [`Worker::process_batch`].
+    pub(crate) copies_payload: bool,
+}
+
+impl<H: Handler> Worker<H> {
+    /// A worker with configuration `cfg` delivering to `handler`.
+    pub fn new(cfg: Config, handler: H) -> Self {
+        let copies_payload = cfg.cutoff_for(Direction::Orig) > 0
+            || cfg.cutoff_for(Direction::Resp) > 0
+            || cfg.cutoff_classes.iter().any(|c| c.cutoff() > 0);
+        Worker {
+            copies_payload,
+            budget: Budget::new(cfg.memory_size),
+            pool: BufferPool::default(),
+            defrag: Defragmenter::new(cfg.defrag.clone()),
+            defaults: [
+                params_for(&cfg, Direction::Orig),
+                params_for(&cfg, Direction::Resp),
+            ],
+            cfg,
+            handler,
+            table: FlowTable::new(),
+            flush: BinaryHeap::new(),
+            now: Timestamp::ZERO,
+            next_check: Timestamp::ZERO,
+            next_conn_id: 0,
+            stats: GlobalStats::default(),
+            scratch: Vec::new(),
+            frag_wire: None,
+            shard: None,
+        }
+    }
+
+    /// Makes this worker one of several reading the same input: it processes
+    /// and counts only the packets its [`Shard`] owns, and skips the others
+    /// without counting them (see [`crate::dispatch::fanout`]). Every worker
+    /// of the run must see every packet, in the same order.
+    pub fn with_shard(mut self, shard: Shard) -> Self {
+        self.shard = Some(shard);
+        self
+    }
+
+    /// The shard this worker owns, if it is one of several.
+    pub fn shard(&self) -> Option<&Shard> {
+        self.shard.as_ref()
+    }
+
+    /// Advances the worker's clock to `now` without a packet (live capture on
+    /// an idle link), so that inactivity and flush timeouts still fire. A
+    /// time earlier than the clock is ignored.
+    #[inline(always)]
+    pub fn advance_clock(&mut self, now: Timestamp) {
+        if now > self.now {
+            self.now = now;
+        }
+        let due = self.flush.peek().map_or(u64::MAX, |Reverse(e)| e.0);
+        if self.now >= self.next_check || self.now.0 >= due {
+            self.expire();
+        }
+        if self.defrag.in_progress() > 0 {
+            self.defrag.expire(self.now);
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &H {
+        &self.handler
+    }
+
+    /// The handler, mutably.
+    pub fn handler_mut(&mut self) -> &mut H {
+        &mut self.handler
+    }
+
+    /// Consumes the worker, returning the handler.
+    pub fn into_handler(self) -> H {
+        self.handler
+    }
+
+    /// Statistics so far (stream totals cover terminated streams only).
+    pub fn stats(&self) -> GlobalStats {
+        let mut s = self.stats.clone();
+        s.memory_peak = self.budget.peak();
+        s.memory_limit = self.budget.limit();
+        s.memory_refusals = self.budget.refusals();
+        s.defrag = self.defrag.stats().clone();
+        s
+    }
+
+    /// Flows currently tracked.
+    pub fn active_flows(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Memory budget in use, bytes.
+    pub fn memory_used(&self) -> usize {
+        self.budget.used()
+    }
+
+    /// The worker's clock: the latest packet time seen.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// Processes one captured frame.
+    #[inline]
+    pub fn process(&mut self, pkt: &RawPacket<'_>) {
+        self.advance_clock(pkt.ts);
+        let net = match decode_ip(pkt.link, pkt.data) {
+            Ok(n) => n,
+            Err(e) => {
+                if self
+                    .shard
+                    .as_ref()
+                    .is_none_or(|s| s.owns_record(pkt.record))
+                {
+                    self.count_frame(pkt);
+                    self.stats.decode_errors[e.index()] += 1;
+                }
+                return;
+            }
+        };
+        if let Some(f) = net.fragment {
+            self.process_fragment(pkt, &net, f);
+            return;
+        }
+        if let Some(s) = &self.shard {
+            if !s.owns_packet(&net, net.payload) {
+                return;
+            }
+        }
+        self.count_frame(pkt);
+        self.stats.ip_packets += 1;
+        self.handle_ip(pkt, &net, net.payload, net.payload_wire_len, net.ip_len);
+    }
+
+    /// Processes an IP fragment (decoded as `net`, at position `f`): it
+    /// goes to the defragmenter, and a datagram it completes to the
+    /// transport layer.
+    pub(crate) fn process_fragment(
+        &mut self,
+        pkt: &RawPacket<'_>,
+        net: &NetPacket<'_>,
+        f: FragmentInfo,
+    ) {
+        let key = FragKey {
+            src: net.src,
+            dst: net.dst,
+            id: f.id,
+            proto: net.proto,
+            vlan: net.vlan_key(),
+        };
+        if self.shard.as_ref().is_none_or(|s| s.owns_fragment(&key)) {
+            self.count_frame(pkt);
+            self.stats.ip_packets += 1;
+            self.stats.fragments += 1;
+        }
+        let frag = Fragment {
+            offset: f.offset,
+            more: f.more,
+            ip_len: net.ip_len,
+        };
+        match self
+            .defrag
+            .process(self.now, key, frag, net.payload, net.payload_wire_len)
+        {
+            DefragOutcome::Pending => {}
+            DefragOutcome::Complete(bytes, wire) => {
+                if self
+                    .shard
+                    .as_ref()
+                    .is_some_and(|s| !s.owns_packet(net, bytes))
+                {
+                    return;
+                }
+                let mut scratch = std::mem::take(&mut self.scratch);
+                scratch.clear();
+                scratch.extend_from_slice(bytes);
+                let header = net.ip_len.saturating_sub(net.payload_wire_len);
+                let ip_len = header + scratch.len() as u32;
+                self.frag_wire = Some(wire);
+                self.handle_ip(pkt, net, &scratch, scratch.len() as u32, ip_len);
+                self.frag_wire = None;
+                self.scratch = scratch;
+            }
+        }
+    }
+
+    /// The flow of a decoded packet: its key, the packet's side and the
+    /// key's hash in the flow table.
+    #[inline]
+    pub(crate) fn flow_of(&self, net: &NetPacket<'_>, t: &Transport<'_>) -> FlowOf {
+        let (sport, dport) = ports(t);
+        self.flow_of_key(FlowKey::new(
+            net.src,
+            sport,
+            net.dst,
+            dport,
+            net.proto,
+            net.vlan_key(),
+        ))
+    }
+
+    /// A packet's flow from its key and side: the key's hash added.
+    #[inline]
+    pub(crate) fn flow_of_key(&self, (key, side): (FlowKey, Side)) -> FlowOf {
+        FlowOf {
+            key,
+            side,
+            hash: self.table.hash_of(&key),
+            slot_hint: None,
+        }
+    }
+
+    /// The slot of `flow`, if the table has it: its hint when that slot
+    /// holds the key, else a full look-up.
+    #[inline(always)]
+    pub(crate) fn find_flow(&self, flow: &FlowOf) -> Option<u32> {
+        match flow.slot_hint {
+            Some(i) if self.table.entry(i).is_some_and(|(k, _)| *k == flow.key) => Some(i),
+            _ => self.table.find_hashed(&flow.key, flow.hash),
+        }
+    }
+
+    /// Counts a frame this worker owns in the global packet counters.
+    pub(crate) fn count_frame(&mut self, pkt: &RawPacket<'_>) {
+        self.stats.packets += 1;
+        self.stats.wire_bytes += u64::from(pkt.orig_len);
+        if pkt.is_truncated() {
+            self.stats.truncated_packets += 1;
+        }
+    }
+
+    /// Handles an IP packet (`payload` is its transport header and data,
+    /// reassembled if it came in fragments); `frame` is the captured frame
+    /// that carried it (or its last fragment).
+    pub(crate) fn handle_ip(
+        &mut self,
+        frame: &RawPacket<'_>,
+        net: &NetPacket<'_>,
+        payload: &[u8],
+        wire_len: u32,
+        ip_len: u32,
+    ) {
+        let t = match decode_transport(net.proto, payload, wire_len) {
+            Ok(t) => t,
+            Err(e) => {
+                self.stats.decode_errors[e.index()] += 1;
+                return;
+            }
+        };
+        let flow = self.flow_of(net, &t);
+        self.handle_transport(frame, net.proto, &t, &flow, ip_len);
+    }
+
+    /// Handles a decoded transport-layer packet of protocol `proto` in `flow`.
+    #[inline]
+    pub(crate) fn handle_transport(
+        &mut self,
+        frame: &RawPacket<'_>,
+        proto: u8,
+        t: &Transport<'_>,
+        flow: &FlowOf,
+        ip_len: u32,
+    ) {
+        self.stats.proto_packets[ProtoClass::of(proto) as usize] += 1;
+        match t {
+            Transport::Tcp(seg) => self.handle_tcp(frame, seg, flow, ip_len),
+            Transport::Udp(u) => self.handle_datagram(
+                frame,
+                flow,
+                Kind::Udp,
+                u.payload,
+                u.payload_wire_len,
+                ip_len,
+            ),
+            Transport::Icmp(m) => self.handle_datagram(
+                frame,
+                flow,
+                Kind::Other,
+                m.payload,
+                m.payload_wire_len,
+                ip_len,
+            ),
+            Transport::Other {
+                payload,
+                payload_wire_len,
+            } => self.handle_datagram(frame, flow, Kind::Other, payload, *payload_wire_len, ip_len),
+        }
+    }
+
+    /// The cutoff of the first cutoff class the frame matches, if any.
+    pub(crate) fn class_cutoff(&self, frame: &RawPacket<'_>) -> Option<u64> {
+        self.cfg
+            .cutoff_classes
+            .iter()
+            .find(|c| c.matches(frame))
+            .map(|c| c.cutoff())
+    }
+
+    pub(crate) fn create_conn(
+        &mut self,
+        frame: &RawPacket<'_>,
+        flow: &FlowOf,
+        orig_side: Side,
+        kind: Kind,
+    ) -> u32 {
+        let key = flow.key;
+        if self.table.len() >= self.cfg.max_flows.max(1) {
+            if let Some(victim) = self.table.eviction_candidate() {
+                self.terminate(victim, EndReason::Evicted);
+            }
+        }
+        let id = self.next_conn_id;
+        self.next_conn_id += 1;
+        let mk = |side: Side| {
+            DirState::new(if side == orig_side {
+                Direction::Orig
+            } else {
+                Direction::Resp
+            })
+        };
+        // The connection's first packet time is the start of the direction
+        // that `begin_packet` creates first, right after this.
+        let mut dirs = [mk(Side::A), mk(Side::B)];
+        if let Some(cutoff) = self.class_cutoff(frame) {
+            for d in &mut dirs {
+                if d.params(&self.defaults).cutoff != cutoff {
+                    d.x(&self.defaults).params.cutoff = cutoff;
+                }
+            }
+        }
+        let conn = Conn {
+            dirs,
+            conn_id: id,
+            history: History::default(),
+            kind,
+            orig_side,
+            closing: None,
+            handshake: 0,
+            first_side: orig_side,
+        };
+        self.stats.flows_created[ProtoClass::of(key.proto()) as usize] += 1;
+        let idx = self
+            .table
+            .insert_hashed(key, flow.hash, kind.list(), self.now, conn);
+        self.note_deadline(kind.list());
+        self.stats.max_flows = self.stats.max_flows.max(self.table.len() as u64);
+        idx
+    }
+
+    /// Marks the direction as created (firing `on_create`) and counts the
+    /// packet (a reassembled datagram counts its fragments and their IP bytes).
+    #[inline(always)]
+    pub(crate) fn begin_packet(&mut self, idx: u32, side: Side, ip_len: u32, ts: Timestamp) {
+        let (pkts, bytes) = match self.frag_wire {
+            Some(w) => (u64::from(w.fragments), w.ip_bytes),
+            None => (1, u64::from(ip_len)),
+        };
+        let Some((key, conn)) = self.table.entry_mut(idx) else {
+            return;
+        };
+        let conn_id = conn.conn_id;
+        if !conn.dirs[0].has(F_CREATED) && !conn.dirs[1].has(F_CREATED) {
+            conn.first_side = side;
+        }
+        let (me, opp) = pair(&mut conn.dirs, side);
+        me.count(pkts, bytes, &self.defaults);
+        me.end = me.end.max(ts);
+        if !me.has(F_CREATED) {
+            me.set_flag(F_CREATED, true);
+            me.start = ts;
+            self.stats.streams += 1;
+            if H::WANTS_ON_CREATE {
+                let mut cx = cx!(self, key, side, me, &*opp, conn_id, idx, self.now, false);
+                cx.call(|h, s| h.on_create(s));
+            }
+        }
+    }
+
+    pub(crate) fn record_packet(&mut self, idx: u32, side: Side, rec: PacketRecord) {
+        if !self.cfg.need_packets {
+            return;
+        }
+        let Some(conn) = self.table.get_mut(idx) else {
+            return;
+        };
+        let dir = &mut conn.dirs[side.index()];
+        let may_deliver = !dir.has(F_DISCARD) && dir.tcp().next < dir.params(&self.defaults).cutoff;
+        if may_deliver && self.budget.try_charge(std::mem::size_of::<PacketRecord>()) {
+            dir.x(&self.defaults).buf_mut().packets.push(rec);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn handle_datagram(
+        &mut self,
+        frame: &RawPacket<'_>,
+        flow: &FlowOf,
+        kind: Kind,
+        payload: &[u8],
+        wire: u32,
+        ip_len: u32,
+    ) {
+        let ts = frame.ts;
+        let side = flow.side;
+        let idx = match self.find_flow(flow) {
+            Some(i) => i,
+            None => self.create_conn(frame, flow, side, kind),
+        };
+        self.begin_packet(idx, side, ip_len, ts);
+        if wire > 0 {
+            if let Some(c) = self.table.get_mut(idx) {
+                let is_orig = side == c.orig_side;
+                c.history.push(b'D', is_orig);
+            }
+            let off = self
+                .table
+                .get(idx)
+                .map_or(0, |c| c.dirs[side.index()].tcp().next);
+            self.record_packet(
+                idx,
+                side,
+                PacketRecord {
+                    ts,
+                    offset: off,
+                    len: wire,
+                    ip_len,
+                    seq: 0,
+                    ack: 0,
+                    flags: 0,
+                    window: 0,
+                },
+            );
+        }
+        let Some((key, conn)) = self.table.entry_mut(idx) else {
+            return;
+        };
+        let conn_id = conn.conn_id;
+        let (me, opp) = pair(&mut conn.dirs, side);
+        let mut cx = cx!(self, key, side, me, &*opp, conn_id, idx, self.now, false);
+        if wire > 0 {
+            let before = Outcome::of(&cx.e().counters);
+            cx.datagram(payload, u64::from(wire), kind == Kind::Other);
+            before.classify(&mut cx.e().counters);
+        }
+        self.touch(idx, kind.list());
+    }
+}

@@ -1,0 +1,88 @@
+//! Timers on packet time: inactivity timeouts (per protocol, and the close
+//! linger of finished connections) and stream flush timeouts.
+
+use super::{ListId, Side};
+use crate::deliver::context::cx;
+use crate::deliver::{DataReason, EndReason, Handler};
+use crate::dispatch::Worker;
+use crate::flow::conn::pair;
+use crate::time::Timestamp;
+use std::cmp::Reverse;
+
+impl<H: Handler> Worker<H> {
+    pub(crate) fn expire(&mut self) {
+        let now = self.now;
+        while let Some(&Reverse((deadline, slot, id, side))) = self.flush.peek() {
+            if deadline > now.0 {
+                break;
+            }
+            self.flush.pop();
+            self.flush_stream(slot, id, if side == 0 { Side::A } else { Side::B });
+        }
+        let lists = [
+            (ListId::Tcp, self.cfg.tcp_timeout),
+            (ListId::Udp, self.cfg.udp_timeout),
+            (ListId::Other, self.cfg.other_timeout),
+            (ListId::Closing, self.cfg.close_linger),
+        ];
+        let mut next = Timestamp(u64::MAX);
+        for (list, timeout) in lists {
+            while let Some((idx, last)) = self.table.oldest(list) {
+                let deadline = last.add_nanos(timeout);
+                if deadline > now {
+                    next = next.min(deadline);
+                    break;
+                }
+                self.terminate(idx, EndReason::Timeout);
+            }
+        }
+        self.next_check = next;
+        self.defrag.expire(now);
+    }
+
+    /// Marks a flow active now and as belonging to `list`, keeping
+    /// `next_check` a lower bound of every queue's next deadline.
+    #[inline]
+    pub(crate) fn touch(&mut self, idx: u32, list: ListId) {
+        if self.table.touch(idx, list, self.now) {
+            self.note_deadline(list);
+        }
+    }
+
+    /// Lowers `next_check` to the deadline of a flow of `list` queued now.
+    pub(crate) fn note_deadline(&mut self, list: ListId) {
+        let timeout = match list {
+            ListId::Tcp => self.cfg.tcp_timeout,
+            ListId::Udp => self.cfg.udp_timeout,
+            ListId::Other => self.cfg.other_timeout,
+            ListId::Closing => self.cfg.close_linger,
+        };
+        self.next_check = self.next_check.min(self.now.add_nanos(timeout));
+    }
+
+    pub(crate) fn flush_stream(&mut self, slot: u32, id: u64, side: Side) {
+        let now = self.now;
+        let Some((key, conn)) = self.table.entry_mut(slot) else {
+            return;
+        };
+        if conn.conn_id != id {
+            return;
+        }
+        let (me, opp) = pair(&mut conn.dirs, side);
+        let pending = me
+            .ext
+            .as_ref()
+            .and_then(|e| e.buf.as_ref())
+            .and_then(|b| b.pending_since);
+        let (Some(since), Some(ft)) = (pending, me.params(&self.defaults).flush_timeout) else {
+            return;
+        };
+        if since.add_nanos(ft) > now {
+            self.flush
+                .push(Reverse((since.0.saturating_add(ft), slot, id, side as u8)));
+            return;
+        }
+        let mut cx = cx!(self, key, side, me, &*opp, id, slot, now, false);
+        cx.deliver(DataReason::FlushTimeout);
+    }
+}
