@@ -140,6 +140,114 @@ fn ack_past_a_hole_releases_waiting_data_in_fast_mode_only() {
     }
 }
 
+/// An acknowledgment that covers only part of a hole gives up only that
+/// part in fast mode: the receiver has the bytes before the ACK (the
+/// capture missed them) but not the ones after it, and their retransmission,
+/// arriving later at the ACK point, is stream data. Fast mode then captures
+/// exactly what strict mode does.
+#[test]
+fn ack_inside_a_hole_gives_up_only_what_it_acknowledges() {
+    let data = bytes(3000, 6);
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 0, 0);
+    c.handshake();
+    let base = c.cseq;
+    // [0, 1000) and [1000, 2000) are missing from the capture; [2000, 3000)
+    // arrives and waits out of order.
+    c.frames
+        .push(tcp(cl, sv, base + 2000, 1, ACK, &data[2000..3000]));
+    // The server has the first 1000 bytes only.
+    c.frames.push(tcp(sv, cl, 1, base + 1000, ACK, b""));
+    // The client retransmits the second 1000 at the ACK point; the server
+    // then has everything.
+    c.frames
+        .push(tcp(cl, sv, base + 1000, 1, ACK, &data[1000..2000]));
+    c.frames.push(tcp(sv, cl, 1, base + 3000, ACK, b""));
+    let mut captured = Vec::new();
+    for mode in [ReassemblyMode::Fast, ReassemblyMode::Strict] {
+        let cfg = Config {
+            mode,
+            chunk_size: 100,
+            ..Config::default()
+        };
+        let (r, _) = run_worker(cfg, &c.frames);
+        let o = r.get(0, "orig");
+        assert_eq!(o.data, &data[1000..3000], "{mode:?}");
+        let counters = o.closed.as_ref().unwrap().counters;
+        assert_eq!(counters.missing, 1000, "{mode:?}");
+        captured.push(counters.captured);
+    }
+    assert_eq!(captured, [2000, 2000]);
+}
+
+/// Checks, flow by flow and direction by direction, that fast mode captures
+/// at least what strict mode captures of the capture `pcap` (named `name`).
+fn assert_fast_captures_at_least_strict(name: &str, pcap: &[u8]) -> usize {
+    use std::collections::HashMap;
+    use streamcap::deliver::{FlowEnd, Handler};
+    use streamcap::flow::Direction;
+    use streamcap::source::{FileSource, PacketSource};
+
+    #[derive(Default)]
+    struct Captured(HashMap<String, [u64; 2]>);
+    impl Handler for Captured {
+        type State = ();
+        fn on_flow_end(&mut self, f: &mut FlowEnd<'_, ()>) {
+            let key = format!("{:?} {:?}", f.key(), f.stream(Direction::Orig).start);
+            let c = |d| f.stream(d).counters.captured;
+            self.0.insert(key, [c(Direction::Orig), c(Direction::Resp)]);
+        }
+    }
+    let run = |mode| {
+        let cfg = Config {
+            mode,
+            cutoff: None,
+            ..Config::default()
+        };
+        let mut w = Worker::new(cfg, Captured::default());
+        if let Ok(mut src) = FileSource::from_bytes(name, pcap.to_vec()) {
+            while let Some(Ok(p)) = src.next_packet() {
+                w.process(&p);
+            }
+        }
+        w.finish();
+        w.into_handler().0
+    };
+    let (fast, strict) = (run(ReassemblyMode::Fast), run(ReassemblyMode::Strict));
+    for (key, s) in &strict {
+        let f = fast
+            .get(key)
+            .unwrap_or_else(|| panic!("{name}: {key}: not in fast mode"));
+        assert!(
+            f[0] >= s[0] && f[1] >= s[1],
+            "{name}: {key}: fast {f:?}, strict {s:?}"
+        );
+    }
+    strict.len()
+}
+
+/// Fast mode never captures less of a stream than strict mode, on an
+/// impaired generated trace (loss, reordering, duplicates, conflicting
+/// retransmissions).
+#[test]
+fn fast_mode_captures_at_least_what_strict_mode_captures() {
+    let flows = assert_fast_captures_at_least_strict("impaired", &impaired_campus(23, 30_000, 300));
+    assert!(flows > 500, "{flows} flows");
+}
+
+/// The same on every capture of the corpus, where partial acknowledgments
+/// of holes occur (`tcp-edge/zeek__tcp-reassembly.pcap`,
+/// `tcp-edge/suri__tcp-rst-unacked-post-gap.pcap`).
+#[test]
+fn fast_mode_captures_at_least_what_strict_mode_captures_on_the_corpus() {
+    let Some(dir) = corpus_dir() else { return };
+    for f in captures(&dir) {
+        if let Ok(bytes) = std::fs::read(&f) {
+            assert_fast_captures_at_least_strict(&f.display().to_string(), &bytes);
+        }
+    }
+}
+
 /// The classic target-based overlap case: with a hole at the front, an
 /// out-of-order segment is later overlapped by segments with other bytes.
 #[test]

@@ -349,6 +349,15 @@ impl<H: Handler> Cx<'_, H> {
     /// cutoff alike: bytes never seen are missing) and commits what follows.
     /// Returns false when there was nothing to give up.
     pub(crate) fn skip_hole(&mut self) -> bool {
+        self.skip_hole_until(u64::MAX)
+    }
+
+    /// Gives up the hole before the first stored range, but not past stream
+    /// offset `limit`: an acknowledgment up to `limit` proves the receiver
+    /// has every byte before it (so the capture missed them), not the bytes
+    /// after it, which a retransmission may still bring. Commits what
+    /// follows when the hole is closed. Returns false when nothing moved.
+    pub(crate) fn skip_hole_until(&mut self, limit: u64) -> bool {
         let first = self
             .me
             .ext
@@ -359,8 +368,9 @@ impl<H: Handler> Cx<'_, H> {
             return false;
         };
         let next = self.next();
-        if first > next {
-            self.commit_gap(first - next, GapKind::Missing);
+        let end = first.min(limit);
+        if end > next {
+            self.commit_gap(end - next, GapKind::Missing);
         }
         self.drain();
         self.settle_cutoff();

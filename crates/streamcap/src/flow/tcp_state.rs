@@ -220,7 +220,7 @@ impl<H: Handler> Worker<H> {
                     false
                 );
                 let acked = cx.me.tcp().acked;
-                while cx.next() < acked && cx.skip_hole() {}
+                while cx.next() < acked && cx.skip_hole_until(acked) {}
                 cx.complete_at_fin();
                 if opp.errors.contains(StreamErrors::GAP) {
                     conn.history.push(b'G', !is_orig);
