@@ -85,6 +85,13 @@ pub struct Config {
     pub other_timeout: u64,
     /// How long a closed (FIN/RST) TCP connection lingers to absorb late packets, ns.
     pub close_linger: u64,
+    /// How long the end of a closed (FIN/RST) connection is remembered after
+    /// its linger, ns, so that later packets of it (FIN retransmissions
+    /// backed off for a minute or more) are counted as late
+    /// ([`crate::GlobalStats::late_packets`]) instead of opening a second
+    /// connection; each late packet extends it. 0 turns this off. The
+    /// default is TCP's TIME-WAIT, two maximum segment lifetimes (RFC 9293).
+    pub time_wait: u64,
     /// Most flows tracked at once; beyond it the least recently active is evicted.
     pub max_flows: usize,
     /// Out-of-order data bytes held per stream before the first hole is given up.
@@ -123,6 +130,7 @@ impl Default for Config {
             udp_timeout: 60 * SEC,
             other_timeout: 60 * SEC,
             close_linger: 5 * SEC,
+            time_wait: 240 * SEC,
             max_flows: 1 << 20,
             max_ooo_bytes: 1 << 20,
             max_ooo_segments: 2048,

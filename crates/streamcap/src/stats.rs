@@ -77,6 +77,10 @@ pub struct GlobalStats {
     pub totals: StreamCounters,
     /// RSTs ignored because they were outside the window.
     pub invalid_rsts: u64,
+    /// TCP packets of connections that had already closed and ended (after
+    /// the close linger): counted here, not in any flow
+    /// ([`crate::Config::time_wait`]).
+    pub late_packets: u64,
     /// Highest memory-budget usage, bytes.
     pub memory_peak: usize,
     /// Memory budget, bytes.
@@ -146,6 +150,7 @@ impl GlobalStats {
         self.streams += o.streams;
         self.totals.add(&o.totals);
         self.invalid_rsts += o.invalid_rsts;
+        self.late_packets += o.late_packets;
         self.memory_peak += o.memory_peak;
         self.memory_limit += o.memory_limit;
         self.memory_refusals += o.memory_refusals;

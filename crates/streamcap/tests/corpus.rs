@@ -276,3 +276,55 @@ fn complete_tcp_connections_match_tshark_follow() {
         mismatches.join("\n")
     );
 }
+
+/// No connection closed by FIN or RST is followed, in the same capture, by
+/// a handshake-less record for the same addresses, ports and VLANs made of
+/// its late packets (FIN retransmissions after the close linger:
+/// `mixed-large/ndpi__wechat.pcap`, `tcp-edge/suri__tcp-3whs-ack-with-tls-data.pcap`).
+#[test]
+fn late_packets_of_closed_connections_make_no_second_record() {
+    #[derive(Default)]
+    struct Ends(Vec<(String, EndReason, bool, u64)>);
+    impl Handler for Ends {
+        type State = ();
+        fn on_flow_end(&mut self, f: &mut FlowEnd<'_, ()>) {
+            if f.proto() != 6 {
+                return;
+            }
+            let no_handshake = f
+                .stream(Direction::Orig)
+                .errors
+                .contains(StreamErrors::NO_HANDSHAKE);
+            let syn = f.history().contains('S') || f.history().contains('s');
+            let pkts =
+                f.stream(Direction::Orig).counters.pkts + f.stream(Direction::Resp).counters.pkts;
+            let key = format!("{:?}", f.key());
+            self.0
+                .push((key, f.end_reason(), no_handshake && !syn, pkts));
+        }
+    }
+    let Some(dir) = corpus_dir() else { return };
+    let mut late = 0;
+    for f in captures(&dir) {
+        let Ok(report) = Capture::builder()
+            .cutoff(0)
+            .build()
+            .run_file(&f, Ends::default())
+        else {
+            continue;
+        };
+        late += report.stats.late_packets;
+        let mut closed = std::collections::HashSet::new();
+        for (key, end, phantom, pkts) in &report.handler.0 {
+            assert!(
+                !(*phantom && closed.contains(key)),
+                "{}: {key}: a record of {pkts} late packets after the connection closed",
+                f.display()
+            );
+            if matches!(end, EndReason::Fin | EndReason::Rst) {
+                closed.insert(key.clone());
+            }
+        }
+    }
+    eprintln!("{late} late packets over the corpus");
+}

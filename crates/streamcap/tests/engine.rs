@@ -1354,3 +1354,77 @@ fn a_fin_before_a_hole_waits_for_the_hole() {
     assert_eq!(r.get(0, "orig").data, data);
     assert_eq!(r.get(0, "orig").reasons, [DataReason::Termination]);
 }
+
+/// Packets of a connection that closed with FINs and ended after its close
+/// linger (a FIN retransmitted with exponential back-off, 6 s and 20 s
+/// later, with its last data bytes, and the final ACK) are late packets of
+/// that connection, not a second, handshake-less one; a new connection
+/// with the same ports (a SYN) is still a connection of its own.
+#[test]
+fn late_packets_after_the_close_linger_open_no_phantom_connection() {
+    use streamcap::{LinkType, RawPacket, Timestamp};
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 100, 500);
+    c.handshake().client(b"GET / HTTP/1.0\r\n\r\n", 1460);
+    c.server(b"HTTP/1.0 200 OK\r\n\r\nhello", 1460);
+    let (cseq, sseq) = (c.cseq, c.sseq);
+    c.fin();
+    let first = c.frames.len();
+    // The server's tail and FIN again, then the client's last ACK.
+    c.frames
+        .push(tcp(sv, cl, sseq - 5, cseq + 1, ACK | PSH | FIN, b"hello"));
+    c.frames
+        .push(tcp(sv, cl, sseq - 5, cseq + 1, ACK | PSH | FIN, b"hello"));
+    c.frames.push(tcp(cl, sv, cseq + 1, sseq + 1, ACK, b""));
+    // Later, the same ports open a new connection.
+    let mut again = Conv::new(cl, sv, 90_000, 70_000);
+    again.handshake().client(b"again", 1460).fin();
+    let times = |i: usize| -> u64 {
+        match i.checked_sub(first) {
+            None => i as u64,
+            Some(0) => 6_000,
+            Some(1) => 20_000,
+            Some(2) => 20_001,
+            Some(k) => 30_000 + k as u64,
+        }
+    };
+    let frames: Vec<_> = c.frames.iter().chain(&again.frames).collect();
+    let run = |time_wait| {
+        let cfg = Config {
+            time_wait,
+            ..Config::default()
+        };
+        let mut w = Worker::new(cfg, Recorder::default());
+        for (i, f) in frames.iter().enumerate() {
+            w.process(&RawPacket {
+                ts: Timestamp::from_secs_nanos(1_000, times(i) * 1_000_000),
+                link: LinkType::ETHERNET,
+                data: f,
+                orig_len: f.len() as u32,
+                record: i as u64 + 1,
+                interface: 0,
+            });
+        }
+        let stats = w.finish();
+        (w.into_handler(), stats)
+    };
+    let (r, stats) = run(Config::default().time_wait);
+    let ends: Vec<_> = r.flows.iter().map(|f| (f.1.clone(), f.2.clone())).collect();
+    assert_eq!(ends.len(), 2, "{ends:?}");
+    assert_eq!(stats.late_packets, 3);
+    assert_eq!(r.get(1, "orig").data, b"again");
+    for (_, _, _, o, s) in &r.flows {
+        assert!(!o.errors.contains(StreamErrors::NO_HANDSHAKE), "{o:?}");
+        assert!(!s.errors.contains(StreamErrors::NO_HANDSHAKE), "{s:?}");
+    }
+    // Without the memory of closed connections, the late packets open one.
+    // (It takes the server's late FIN for a new connection, and then the
+    // client's SYN for part of it.)
+    let (r, stats) = run(0);
+    let phantom = r
+        .flows
+        .iter()
+        .any(|f| f.3.errors.contains(StreamErrors::NO_HANDSHAKE));
+    assert!(phantom);
+    assert_eq!(stats.late_packets, 0);
+}

@@ -16,6 +16,7 @@ use crate::decode::{decode_ip, decode_transport, FragmentInfo, NetPacket, Transp
 use crate::deliver::context::{cx, FlushQueue, Outcome};
 use crate::deliver::{Budget, BufferPool, EndReason, Handler, PacketRecord, StreamParams};
 use crate::dispatch::fanout::Shard;
+use crate::flow::closed::ClosedConns;
 use crate::flow::conn::{pair, Conn, Kind};
 use crate::flow::direction::{params_for, DirState, F_CREATED, F_DISCARD};
 use crate::flow::history::History;
@@ -53,6 +54,9 @@ pub struct Worker<H: Handler> {
     pub(crate) defaults: [StreamParams; 2],
     pub(crate) handler: H,
     pub(crate) table: FlowTable<Conn<H::State>>,
+    /// Connections that closed and ended, whose late packets are not a new
+    /// connection.
+    pub(crate) closed: ClosedConns,
     pub(crate) budget: Budget,
     /// Spare chunk-buffer vectors, reused across streams.
     pub(crate) pool: BufferPool,
@@ -94,6 +98,7 @@ impl<H: Handler> Worker<H> {
             cfg,
             handler,
             table: FlowTable::new(),
+            closed: ClosedConns::default(),
             flush: BinaryHeap::new(),
             now: Timestamp::ZERO,
             next_check: Timestamp::ZERO,

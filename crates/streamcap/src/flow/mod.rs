@@ -7,7 +7,10 @@
 //! - `tcp_state`: TCP connection tracking (handshake, reuse, RST, FIN, ACK).
 //! - `expiry`: inactivity and flush timers on packet time.
 //! - `termination`: ending connections and the end of the input.
+//! - `closed`: recently closed connections, whose late packets are not a
+//!   new connection.
 
+pub(crate) mod closed;
 pub(crate) mod conn;
 pub(crate) mod direction;
 mod expiry;

@@ -43,6 +43,18 @@ impl<H: Handler> Worker<H> {
                 }
             }
             None => {
+                let late = self.closed.is_late(
+                    &flow.key,
+                    side,
+                    seg.seq,
+                    f.syn(),
+                    self.now,
+                    self.cfg.time_wait,
+                );
+                if late {
+                    self.stats.late_packets += 1;
+                    return;
+                }
                 let orig = if f.syn() && f.ack() {
                     side.other()
                 } else {

@@ -3,7 +3,7 @@
 //! connection terminates in creation order).
 
 use super::conn::{pair, Conn, Kind};
-use super::direction::F_CREATED;
+use super::direction::{DirState, F_CREATED};
 use super::Side;
 use crate::config::ReassemblyMode;
 use crate::deliver::context::cx;
@@ -22,6 +22,19 @@ impl<H: Handler> Worker<H> {
         let Some((key, mut conn)) = self.table.remove(idx) else {
             return;
         };
+        if reason == EndReason::Timeout && conn.kind == Kind::Tcp && conn.closing.is_some() {
+            // A closed connection at the end of its linger: its late
+            // packets must not open another.
+            let end = |d: &DirState<H::State>| {
+                let base = d.base()?;
+                let t = d.tcp();
+                let last = t.fin.map_or(t.max_end, |fin| fin + 1);
+                Some(base.wrapping_add(last as u32))
+            };
+            let ends = [end(&conn.dirs[0]), end(&conn.dirs[1])];
+            let cap = self.cfg.max_flows / 4;
+            (self.closed).insert(key, ends, self.now, self.cfg.time_wait, cap);
+        }
         let reason = conn.closing.unwrap_or(reason);
         let conn_id = conn.conn_id;
         for side in [conn.orig_side, conn.orig_side.other()] {

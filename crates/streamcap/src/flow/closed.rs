@@ -1,0 +1,229 @@
+//! Recently closed TCP connections: what is left of a connection that ended
+//! by FIN or RST once its close linger is over, so that its late packets
+//! (retransmitted FINs, which a sender backs off exponentially for a minute
+//! or more, final ACKs, a retransmitted tail of data) are recognised as
+//! late instead of opening a second, handshake-less connection with the
+//! same addresses and ports.
+//!
+//! Each entry keeps, per side, the sequence number one past the last byte
+//! (FIN included) that side was known to send. A later segment of that side
+//! at or up to [`LATE_WINDOW`] before it belongs to the closed connection;
+//! anything else (a SYN, a sequence number elsewhere) is a new connection
+//! and removes the entry. Entries live [`Config::time_wait`] after the
+//! connection ended or after its latest late packet, and there are at most
+//! [`Config::max_flows`]` / 4` of them (the oldest goes first), about 120
+//! bytes each.
+//!
+//! [`Config::time_wait`]: crate::Config::time_wait
+//! [`Config::max_flows`]: crate::Config::max_flows
+
+use super::{FlowKey, Side};
+use crate::time::Timestamp;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+
+/// How far before a side's last sequence number a late segment may start:
+/// a retransmission of the connection's tail. A new connection that reuses
+/// the addresses and ports without a SYN in the capture lands in this range
+/// of the 4 GiB sequence space by chance with probability 1/256.
+pub const LATE_WINDOW: u32 = 1 << 24;
+
+/// One closed connection.
+#[derive(Copy, Clone, Debug)]
+struct Closed {
+    /// Per side ([`Side::index`]): one past the last sequence number sent.
+    ends: [Option<u32>; 2],
+    /// Forgotten after this time.
+    until: Timestamp,
+}
+
+/// The recently closed connections of one worker.
+#[derive(Debug, Default)]
+pub(crate) struct ClosedConns {
+    by_key: HashMap<FlowKey, Closed>,
+    /// (deadline, key) in deadline order; an entry whose deadline no longer
+    /// matches the map's was refreshed or replaced and is skipped.
+    queue: VecDeque<(Timestamp, FlowKey)>,
+}
+
+impl ClosedConns {
+    /// Remembers a connection that ended at `now`, with each side's end
+    /// sequence number, until `now + lifetime`; keeps at most `cap`.
+    pub(crate) fn insert(
+        &mut self,
+        key: FlowKey,
+        ends: [Option<u32>; 2],
+        now: Timestamp,
+        lifetime: u64,
+        cap: usize,
+    ) {
+        if cap == 0 || lifetime == 0 || ends == [None, None] {
+            return;
+        }
+        self.expire(now);
+        while self.by_key.len() >= cap {
+            if !self.pop_oldest() {
+                break;
+            }
+        }
+        let until = now.add_nanos(lifetime);
+        self.by_key.insert(key, Closed { ends, until });
+        self.queue.push_back((until, key));
+        self.compact();
+    }
+
+    /// Whether a segment of `side` with sequence number `seq` (`syn`: it
+    /// carries a SYN) that finds no open connection for `key` at `now` is a
+    /// late packet of a closed one. A late packet keeps the entry another
+    /// `lifetime`; a packet that starts a new connection removes it.
+    pub(crate) fn is_late(
+        &mut self,
+        key: &FlowKey,
+        side: Side,
+        seq: u32,
+        syn: bool,
+        now: Timestamp,
+        lifetime: u64,
+    ) -> bool {
+        if self.by_key.is_empty() {
+            return false;
+        }
+        self.expire(now);
+        let Entry::Occupied(mut e) = self.by_key.entry(*key) else {
+            return false;
+        };
+        let late = !syn
+            && e.get().ends[side.index()].is_some_and(|end| end.wrapping_sub(seq) <= LATE_WINDOW);
+        if !late {
+            e.remove();
+            return false;
+        }
+        let until = now.add_nanos(lifetime);
+        e.get_mut().until = until;
+        self.queue.push_back((until, *key));
+        self.compact();
+        true
+    }
+
+    /// Connections remembered.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// Forgets the connections whose time is over.
+    fn expire(&mut self, now: Timestamp) {
+        while let Some(&(until, _)) = self.queue.front() {
+            if until > now {
+                break;
+            }
+            self.pop_oldest();
+        }
+    }
+
+    /// Removes the queue's first pair, and its connection if the pair is
+    /// current. Returns false when the queue is empty.
+    fn pop_oldest(&mut self) -> bool {
+        let Some((until, key)) = self.queue.pop_front() else {
+            return false;
+        };
+        if let Entry::Occupied(e) = self.by_key.entry(key) {
+            if e.get().until == until {
+                e.remove();
+            }
+        }
+        true
+    }
+
+    /// Drops stale queue pairs when they outnumber the connections, so the
+    /// queue stays within twice the map's size.
+    fn compact(&mut self) {
+        if self.queue.len() > 2 * self.by_key.len() + 16 {
+            let map = &self.by_key;
+            self.queue
+                .retain(|(until, key)| map.get(key).is_some_and(|c| c.until == *until));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(port: u16) -> (FlowKey, Side) {
+        FlowKey::from_ipv4([10, 0, 0, 1], port, [10, 0, 0, 2], 80, 6)
+    }
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn late_segments_near_the_end_only() {
+        let mut c = ClosedConns::default();
+        // 10.0.0.1 sorts first: the client is side A.
+        let (k, client) = key(1000);
+        assert_eq!(client, Side::A);
+        let t = Timestamp(100 * S);
+        let insert = |c: &mut ClosedConns| c.insert(k, [Some(5000), None], t, 60 * S, 10);
+        insert(&mut c);
+        assert!(
+            c.is_late(&k, Side::A, 4999, false, t, 60 * S),
+            "retransmitted FIN"
+        );
+        assert!(c.is_late(&k, Side::A, 5000, false, t, 60 * S), "final ACK");
+        assert!(c.is_late(
+            &k,
+            Side::A,
+            5000u32.wrapping_sub(LATE_WINDOW),
+            false,
+            t,
+            60 * S
+        ));
+        assert!(!c.is_late(&k, Side::A, 4999, true, t, 60 * S), "a SYN");
+        assert_eq!(c.len(), 0, "a new connection ends the entry");
+        insert(&mut c);
+        assert!(!c.is_late(&k, Side::B, 1, false, t, 60 * S), "no known end");
+        assert_eq!(c.len(), 0);
+        insert(&mut c);
+        assert!(
+            !c.is_late(&k, Side::A, 5001, false, t, 60 * S),
+            "past the end"
+        );
+        assert!(!c.is_late(
+            &k,
+            Side::A,
+            5000u32.wrapping_sub(LATE_WINDOW + 1),
+            false,
+            t,
+            60 * S
+        ));
+        assert_eq!(c.len(), 0);
+    }
+
+    #[test]
+    fn entries_expire_unless_refreshed_by_late_packets() {
+        let mut c = ClosedConns::default();
+        let (k, _) = key(1000);
+        c.insert(k, [Some(10), Some(10)], Timestamp(0), 60 * S, 10);
+        // Refreshed at 50 s: alive until 110 s.
+        assert!(c.is_late(&k, Side::A, 9, false, Timestamp(50 * S), 60 * S));
+        assert!(c.is_late(&k, Side::A, 9, false, Timestamp(109 * S), 60 * S));
+        assert!(!c.is_late(&k, Side::A, 9, false, Timestamp(170 * S), 60 * S));
+        assert_eq!(c.len(), 0);
+    }
+
+    #[test]
+    fn bounded_by_the_cap_and_the_queue_stays_small() {
+        let mut c = ClosedConns::default();
+        for p in 0..100u16 {
+            let (k, _) = key(p);
+            c.insert(k, [Some(1), None], Timestamp(u64::from(p)), 60 * S, 8);
+        }
+        assert_eq!(c.len(), 8);
+        let (k, _) = key(99);
+        for i in 0..1000u64 {
+            assert!(c.is_late(&k, Side::A, 1, false, Timestamp(1000 + i), 60 * S));
+        }
+        assert_eq!(c.len(), 8);
+        assert!(c.queue.len() <= 2 * c.len() + 17, "{}", c.queue.len());
+    }
+}
