@@ -104,7 +104,7 @@ pub(crate) fn skip(reason: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr(), "skipping: {reason}");
 }
 
-/// The shared corpus's folder (beside the repository) and every pcap and
+/// The shared corpus's folder and every pcap and
 /// pcapng file under it, sorted; no files when it is absent.
 #[cfg(test)]
 pub(crate) fn corpus_captures() -> (std::path::PathBuf, Vec<std::path::PathBuf>) {
@@ -124,7 +124,12 @@ pub(crate) fn corpus_captures() -> (std::path::PathBuf, Vec<std::path::PathBuf>)
             }
         }
     }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    // As the integration tests' `corpus_path`: `$STREAMCAP_CORPUS`, else
+    // beside the repository.
+    let root = match std::env::var_os("STREAMCAP_CORPUS") {
+        Some(d) => std::path::PathBuf::from(d),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
+    };
     let root = root.canonicalize().unwrap_or(root);
     let mut files = Vec::new();
     walk(&root, &mut files);

@@ -147,11 +147,9 @@ fn work_is_shared() {
 
 #[test]
 fn corpus_captures() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    if !root.is_dir() {
-        support::skip(format!("corpus not found at {}", root.display()));
+    let Some(root) = support::corpus_dir() else {
         return;
-    }
+    };
     // Fragments, VLANs, IPv6, many connections, a broken file.
     let mut checked = 0;
     for dir in ["ipv6-vlan-frag", "mixed-large", "malformed", "tcp-edge"] {
