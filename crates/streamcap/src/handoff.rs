@@ -10,24 +10,22 @@
 //! or a worker and its output's writer thread (a batch of 512 records),
 //! that cost is of the order of the work itself. Polling for up to [`SPIN`]
 //! first catches the usual wait, which is shorter, without a wake-up; a
-//! longer wait (a slow pipe, a slow reader of the output) sleeps as
-//! before.
+//! longer wait (a slow pipe, a slow reader of the output) sleeps.
 //!
 //! Polling must not take a CPU that other work needs: between two polls
 //! the poller yields (`sched_yield`), and once it finds it was kept off its
 //! CPU for more than [`PREEMPTED`] (another thread ran there, perhaps the
-//! very thread it waits for), it sleeps at once. Polling with a bare spin
-//! loop instead gained as much on an idle machine but, with one busy
-//! process beside it, made `streams` on the campus trace 0.72 s instead of
-//! 0.37 s; yielding and giving up costs 0–8 % there.
+//! very thread it waits for), it sleeps at once. A bare spin loop gains
+//! as much on an idle machine but, with one busy process beside it, makes
+//! `streams` on the campus trace take 0.72 s instead of 0.37 s; yielding
+//! and giving up costs 0–8 % there.
 //!
 //! Both functions are for bounded channels of capacity 1 or more (with a
 //! rendezvous channel, capacity 0, polling never meets the other end and
 //! they end up blocking, as `recv` and `send` would).
 //!
-//! Measured on this project's 2-core VM (bench/README.md, twelfth
-//! session; interleaved runs against the code before): with the
-//! read-ahead thread and the worker polling, `streams --delivery
+//! Measured on a 2-core VM (interleaved runs against sleeping at once):
+//! with the read-ahead thread and the worker polling, `streams --delivery
 //! segments` on the 1.6 GB campus trace took 0.239 s instead of 0.259 s,
 //! and in a slow phase of the host `flows` took 0.246 s instead of
 //! 0.320 s; the worker no longer woke the read-ahead thread 1,541 times.

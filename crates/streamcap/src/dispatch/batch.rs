@@ -30,13 +30,10 @@ pub(crate) struct Ready<'a> {
     pub(crate) proto: u8,
 }
 
-/// Frames whose flows [`Worker::process_batch`] looks up together. Measured
-/// on the small-packet campus trace when this was written: 4 and 8 gave
-/// the same speed-up over packet-by-packet processing, 16 about half of it.
-/// In the ninth session (read-ahead input, fewer instructions per packet),
-/// 16 against 8: `streams` 2–2.6 % faster on both generated traces, `flows`
-/// unchanged (15 interleaved runs each); 4 was slower, 24 and 32 within
-/// noise of 16.
+/// Frames whose flows [`Worker::process_batch`] looks up together. With
+/// read-ahead input, 16 against 8: `streams` 2–2.6 % faster on both
+/// generated campus traces, `flows` unchanged (15 interleaved runs each);
+/// 4 is slower, 24 and 32 within noise of 16.
 pub(crate) const WARM_GROUP: usize = 16;
 
 impl<H: Handler> Worker<H> {
@@ -133,8 +130,8 @@ impl<H: Handler> Worker<H> {
             *slot = Prepared::Ready(r);
             return;
         }
-        // Used in place: moving the decoded packet out of the `Result` cost
-        // a copy of it (bench/README.md, eighth session).
+        // Used in place: moving the decoded packet out of the `Result`
+        // costs a copy of it.
         let decoded = decode_ip(pkt.link, pkt.data);
         let Ok(net) = &decoded else {
             return;

@@ -15,7 +15,7 @@
 //! buffers: the kernel's copy then runs on another core, beside the worker
 //! instead of in its way (on the 2 M-packet traces, interleaved runs: `flows`
 //! on small packets 0.186 → 0.170 s, `streams` on `campus` 0.803 → 0.734 s,
-//! for about 5 % more CPU time in all; bench/README.md, eighth session).
+//! for about 5 % more CPU time in all).
 //! Each end polls for the other's buffer a short while before it sleeps
 //! ([`crate::handoff`]), which spares the worker a wake-up per buffer.
 //! The bytes, offsets, end and errors are the same either way.
