@@ -2,9 +2,9 @@
 //! the fan-out group, and the run.
 
 use crate::handler::{Failure, SharedFailure};
+use crate::paths::OutDir;
 use crate::run::{self, usage, Outcome, Outputs, WorkerParts};
 use crate::Common;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,7 +19,7 @@ use streamcap::source::{
 const DLT_EN10MB: i32 = 1;
 
 /// Runs `flows` / `streams` on a live interface.
-pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> ExitCode {
+pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitCode {
     let Some(iface) = c.interface.clone() else {
         return usage("give a capture file (-r FILE) or an interface (-i IFACE)");
     };

@@ -5,6 +5,7 @@ mod args;
 mod handler;
 mod live;
 mod output;
+mod paths;
 mod record;
 mod replay;
 mod run;
@@ -97,7 +98,8 @@ enum Cmd {
     /// deterministic generator in streamcap-gen; the same capture ships as
     /// samples/sample.pcap.
     Demo {
-        /// Where to write the sample (default: a file in the temporary directory).
+        /// Where to write the sample, kept after the run (default: a private
+        /// temporary file, removed at the end). A symlink is refused.
         #[arg(short = 'w', long = "write", value_name = "FILE")]
         out: Option<PathBuf>,
     },
@@ -114,9 +116,18 @@ struct FlowsArgs {
 
 #[derive(Args)]
 struct StreamsArgs {
-    /// Write each direction's bytes to DIR (created if missing).
+    /// Write each direction's bytes to DIR (created if missing). A DIR that
+    /// already holds files is refused unless --force or --append is given.
     #[arg(short = 'w', long = "write", value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// With -w: replace streamcap's files in DIR (streams.jsonl and the
+    /// stream files of an earlier run; other files stay).
+    #[arg(long, requires = "dir", conflicts_with = "append")]
+    force: bool,
+    /// With -w: add to what DIR holds (taken stream file names get tcpflow's
+    /// c1, c2... suffix; records are appended to streams.jsonl).
+    #[arg(long, requires = "dir")]
+    append: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -256,28 +267,92 @@ fn dispatch(cmd: Cmd) -> ExitCode {
             clap_complete::generate(shell, &mut cmd, "streamcap", &mut io::stdout());
             ExitCode::SUCCESS
         }
-        Cmd::Demo { out } => {
-            let path = out.unwrap_or_else(|| std::env::temp_dir().join("streamcap-sample.pcap"));
-            let bytes = streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes();
-            if let Err(e) = std::fs::write(&path, bytes) {
-                eprintln!("streamcap: cannot write {}: {e}", path.display());
-                return ExitCode::from(1);
-            }
-            eprintln!("streamcap: generated sample capture {}", path.display());
-            let args = [
-                "streamcap".as_ref(),
-                "flows".as_ref(),
-                "--digest".as_ref(),
-                "-r".as_ref(),
-                path.as_os_str(),
-            ];
-            match Cli::try_parse_from(args) {
-                Ok(cli) => dispatch(cli.cmd),
-                Err(e) => usage(e),
-            }
-        }
+        Cmd::Demo { out } => demo(out),
         Cmd::Replay(a) => replay::run(a),
         Cmd::Flows(a) => run::run(a.common, a.digest, None, false),
-        Cmd::Streams(a) => run::run(a.common, false, a.dir, true),
+        Cmd::Streams(a) => {
+            let mode = if a.force {
+                paths::DirMode::Force
+            } else if a.append {
+                paths::DirMode::Append
+            } else {
+                paths::DirMode::Fresh
+            };
+            let dir = a.dir.map(|path| paths::OutDir { path, mode });
+            run::run(a.common, false, dir, true)
+        }
     }
+}
+
+/// `streamcap demo`: writes the sample capture and runs `flows --digest` on it.
+///
+/// Without `-w` the capture goes to a new private file in the temporary
+/// directory (created exclusively, mode 0600, with a random name: nothing
+/// another user planted there, a symlink above all, is ever written
+/// through), removed after the run. With `-w FILE` the file is kept; a
+/// symlink at FILE is refused rather than followed.
+fn demo(out: Option<PathBuf>) -> ExitCode {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let bytes = streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes();
+    let (path, temp) = match out {
+        Some(p) => {
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&p)
+                .and_then(|mut f| f.write_all(&bytes));
+            if let Err(e) = written {
+                let hint = if e.raw_os_error() == Some(libc::ELOOP) {
+                    " (a symlink: not followed)"
+                } else {
+                    ""
+                };
+                eprintln!("streamcap: cannot write {}: {e}{hint}", p.display());
+                return ExitCode::from(1);
+            }
+            (p, None)
+        }
+        None => {
+            let made = tempfile::Builder::new()
+                .prefix("streamcap-sample-")
+                .suffix(".pcap")
+                .tempfile()
+                .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.flush()).map(|()| f));
+            match made {
+                Ok(f) => (f.path().to_path_buf(), Some(f)),
+                Err(e) => {
+                    eprintln!(
+                        "streamcap: cannot create a temporary file in {}: {e}",
+                        std::env::temp_dir().display()
+                    );
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    let kept = if temp.is_some() {
+        " (removed at the end; -w FILE keeps a copy)"
+    } else {
+        ""
+    };
+    eprintln!(
+        "streamcap: generated sample capture {}{kept}",
+        path.display()
+    );
+    let args = [
+        "streamcap".as_ref(),
+        "flows".as_ref(),
+        "--digest".as_ref(),
+        "-r".as_ref(),
+        path.as_os_str(),
+    ];
+    let code = match Cli::try_parse_from(args) {
+        Ok(cli) => dispatch(cli.cmd),
+        Err(e) => usage(e),
+    };
+    drop(temp);
+    code
 }

@@ -4,6 +4,7 @@
 
 use crate::handler::{CliHandler, Failure, SharedFailure};
 use crate::output::{Format, FramingWriter, RecordFormat};
+use crate::paths::{self, DirMode, OutDir};
 use crate::sink::{BatchSink, RecordSink, SharedOutput};
 use crate::{Common, DeliveryArg, ModeArg, PolicyArg};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -181,7 +182,10 @@ pub(crate) struct Outputs {
 }
 
 impl Outputs {
-    pub(crate) fn open(c: &Common, dir: Option<PathBuf>) -> Result<Outputs, String> {
+    pub(crate) fn open(c: &Common, dir: Option<OutDir>) -> Result<Outputs, String> {
+        if let Some(d) = &dir {
+            paths::clear_ours(d)?;
+        }
         let raw = open_output(c.output.as_deref()).map_err(|e| {
             let p = c.output.as_deref().unwrap_or(Path::new("-"));
             format!("{}: cannot create: {e}", p.display())
@@ -199,11 +203,18 @@ impl Outputs {
             .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
         let framing = FramingWriter::new(Box::new(BatchSink::new(out.clone())), format);
         let dir = match dir {
-            Some(d) => {
+            Some(OutDir { path: d, mode }) => {
                 std::fs::create_dir_all(&d)
                     .map_err(|e| format!("{}: cannot create the directory: {e}", d.display()))?;
-                let jl = d.join("streams.jsonl");
-                let f = std::fs::File::create(&jl)
+                let jl = d.join(paths::JSONL_NAME);
+                let mut open = std::fs::OpenOptions::new();
+                if mode == DirMode::Append {
+                    open.append(true).create(true);
+                } else {
+                    open.write(true).create(true).truncate(true);
+                }
+                let f = open
+                    .open(&jl)
                     .map_err(|e| format!("{}: cannot create: {e}", jl.display()))?;
                 let shared = SharedOutput::spawn("streams", Box::new(io::BufWriter::new(f)), JSONL)
                     .map_err(|e| {
@@ -331,7 +342,7 @@ pub(crate) struct Outcome {
 }
 
 /// Runs `flows` (`streams` = false) or `streams` with the given options.
-pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> ExitCode {
+pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitCode {
     if c.workers == 0 || c.workers > MAX_WORKERS {
         return usage(format!(
             "--workers {}: expected 1 to {MAX_WORKERS}",
@@ -350,6 +361,10 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
     }
     if c.chunk == Some(0) {
         return usage("--chunk 0: the chunk size must be at least 1 byte");
+    }
+    // Before anything is opened for writing.
+    if let Err(e) = paths::check(c.read.as_deref(), c.output.as_deref(), dir.as_ref()) {
+        return usage(e);
     }
     let Some(read) = c.read.clone() else {
         return crate::live::run(c, digest, dir, streams);

@@ -468,7 +468,7 @@ fn streams_directory() {
     );
     // stdout carries the same records.
     assert_eq!(json_lines(&o.stdout), recs);
-    // A second run into the same directory gets tcpflow's c1 names.
+    // A second run into the same directory (--append) gets tcpflow's c1 names.
     let o = run(&[
         "streams",
         "-q",
@@ -476,6 +476,7 @@ fn streams_directory() {
         f.to_str().unwrap_or_default(),
         "-w",
         dir.to_str().unwrap_or_default(),
+        "--append",
     ]);
     let recs = json_lines(&o.stdout);
     assert_eq!(
