@@ -120,7 +120,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         Err(e) => {
             eprintln!("streamcap: {e}");
             return ExitCode::from(match e.kind() {
-                LiveErrorKind::NoSuchInterface => 2,
+                LiveErrorKind::NoSuchInterface | LiveErrorKind::InvalidConfig => 2,
                 _ => 1,
             });
         }

@@ -3,6 +3,7 @@
 
 mod args;
 mod handler;
+mod limits;
 mod live;
 mod output;
 mod paths;

@@ -3,6 +3,7 @@
 //! the summary.
 
 use crate::handler::{CliHandler, Failure, SharedFailure};
+use crate::limits;
 use crate::output::{Format, FramingWriter, RecordFormat};
 use crate::paths::{self, DirMode, OutDir};
 use crate::sink::{BatchSink, RecordSink, SharedOutput};
@@ -355,12 +356,27 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         }
     }
     if let Some(t) = c.duration {
-        if !t.is_finite() || t < 0.0 {
-            return usage(format!("--duration {t}: expected a number of seconds >= 0"));
+        if Duration::try_from_secs_f64(t).is_err() {
+            return usage(format!(
+                "--duration {t}: expected a number of seconds >= 0 (and below 10^19)"
+            ));
         }
     }
     if c.chunk == Some(0) {
         return usage("--chunk 0: the chunk size must be at least 1 byte");
+    }
+    let ring = c.interface.is_some().then(|| {
+        let default = streamcap::source::RingConfig::default().total_size() as u64;
+        (c.ring_size.unwrap_or(default), c.ring_size.is_some())
+    });
+    let sizes = limits::Sizes {
+        memory: c.memory,
+        chunk: c.chunk,
+        ring,
+        workers: u64::from(c.workers),
+    };
+    if let Err(e) = limits::check(&sizes, streamcap::source::physical_memory()) {
+        return usage(e);
     }
     // Before anything is opened for writing.
     if let Err(e) = paths::check(c.read.as_deref(), c.output.as_deref(), dir.as_ref()) {
@@ -627,9 +643,9 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
     );
     let _ = writeln!(
         e,
-        "  memory       stream data peak {}B of the {}B budget, {} refusals (budget full)",
-        human(s.memory_peak as f64),
-        human(s.memory_limit as f64),
+        "  memory       stream data peak {} of the {} budget, {} refusals (budget full)",
+        crate::size::binary(s.memory_peak as u64),
+        crate::size::binary(s.memory_limit as u64),
         s.memory_refusals
     );
     let d = &s.defrag;

@@ -624,6 +624,19 @@ impl AfPacket {
                 reason,
             )
         })?;
+        if let Some(phys) = physical_memory() {
+            if cfg.ring.total_size() as u64 > phys {
+                return Err(LiveError::other(
+                    name,
+                    "ring configuration",
+                    LiveErrorKind::InvalidConfig,
+                    format!(
+                        "a ring of {} bytes is larger than the machine's physical memory ({phys} bytes)",
+                        cfg.ring.total_size()
+                    ),
+                ));
+            }
+        }
         let filter = match &cfg.filter {
             Some(f) => Some(f.clone()),
             None if cfg.snaplen < MAX_SNAPLEN => {
@@ -1119,6 +1132,26 @@ pub fn page_size() -> usize {
     // SAFETY: sysconf only reads a system constant.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
+}
+
+/// The machine's physical memory in bytes (`sysinfo(2)`: total RAM), or
+/// `None` when the kernel does not say. Rings larger than this are refused
+/// ([`AfPacket::open`], [`crate::dispatch::live::open_live`]): the kernel
+/// would try to allocate them, and pinned ring memory cannot be swapped.
+pub fn physical_memory() -> Option<u64> {
+    let mut info = std::mem::MaybeUninit::<libc::sysinfo>::zeroed();
+    // SAFETY: `info` is a zeroed `struct sysinfo` we own, which sysinfo(2)
+    // fills; every bit pattern (zero included) is a valid value of its
+    // integer fields, so reading it after the call is sound either way.
+    let (rc, info) = unsafe { (libc::sysinfo(info.as_mut_ptr()), info.assume_init()) };
+    if rc != 0 {
+        return None;
+    }
+    // `totalram` is a C `unsigned long`: 32 bits on 32-bit targets.
+    #[allow(clippy::useless_conversion)]
+    let ram = u64::from(info.totalram);
+    let total = ram.checked_mul(u64::from(info.mem_unit.max(1)))?;
+    (total > 0).then_some(total)
 }
 
 /// The index of the interface called `name`, with a clear error when it
