@@ -107,7 +107,8 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         pin: c.pin.clone().map(|p| p.0).unwrap_or_default(),
         ..Parallel::default()
     };
-    let _signals = match run::stop_on_signals(&par.stop, c.duration) {
+    let stopper = crate::signals::Stopper::new(par.stop.clone());
+    let _signals = match crate::signals::install(&stopper, c.duration) {
         Ok(s) => s,
         Err(e) => return usage(e),
     };

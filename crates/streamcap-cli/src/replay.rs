@@ -76,7 +76,8 @@ pub fn run(args: ReplayArgs) -> ExitCode {
         max_frames: args.count,
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let _signals = match crate::run::stop_on_signals(&stop, None) {
+    let stopper = crate::signals::Stopper::new(stop.clone());
+    let _signals = match crate::signals::install(&stopper, None) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("streamcap: {e}");

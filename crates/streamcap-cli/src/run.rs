@@ -6,13 +6,15 @@ use crate::handler::{CliHandler, Failure, SharedFailure};
 use crate::limits;
 use crate::output::{Format, FramingWriter, RecordFormat};
 use crate::paths::{self, DirMode, OutDir};
+use crate::pump::{self, Pump};
+use crate::signals::{self, Stopper};
 use crate::sink::{BatchSink, RecordSink, SharedOutput};
 use crate::{Common, DeliveryArg, ModeArg, PolicyArg};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use streamcap::capture::{Progress, RunHooks, Verdict};
@@ -427,14 +429,6 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         Ok(o) => o,
         Err(e) => return usage(e),
     };
-    // Opened once: standard input (`-r -`) and pipes cannot be read twice.
-    let file = match FileSource::open(&read) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("streamcap: {e}");
-            return ExitCode::from(1);
-        }
-    };
     let failure: SharedFailure = Arc::new(Failure::default());
     let par = Parallel {
         workers: c.workers as usize,
@@ -442,10 +436,49 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         pin: c.pin.clone().map(|p| p.0).unwrap_or_default(),
         ..Parallel::default()
     };
-    let _signals = match stop_on_signals(&par.stop, c.duration) {
+    // A pipe is read through a pump, so that a stop ends a wait for input.
+    // A stop then only closes the pump's pipe: the worker processes what
+    // it has received and ends at the pipe's end, as at the end of a file
+    // (setting the workers' flag too would make it drop what is buffered).
+    let piped = pump::needed(&read);
+    let stopper = Stopper::new(if piped {
+        Arc::new(AtomicBool::new(false))
+    } else {
+        par.stop.clone()
+    });
+    let _signals = match signals::install(&stopper, c.duration) {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
+    let mut pump = if piped {
+        match Pump::start(&read, &stopper) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("streamcap: {}: cannot start reading: {e}", read.display());
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        None
+    };
+    let pipe = pump.as_ref().map(|p| p.path().display().to_string());
+    let named = |e: &dyn std::fmt::Display| input_message(e, pipe.as_deref(), &read);
+    // Opened once: standard input (`-r -`) and pipes cannot be read twice.
+    let opened = FileSource::open(pump.as_ref().map_or(read.as_path(), |p| p.path()));
+    let file = match opened {
+        Ok(f) => f,
+        Err(_) if stopper.stopped() => {
+            eprintln!("streamcap: stopped before the capture's header arrived");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("streamcap: {}", named(&e));
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(p) = pump.as_mut() {
+        p.opened();
+    }
     let size = std::fs::metadata(&read).map(|m| m.len()).unwrap_or(0);
     let bar = (!c.quiet && size > 50_000_000 && io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::stderr());
@@ -464,7 +497,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
     let mut report = match report {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("streamcap: {e}");
+            eprintln!("streamcap: {}", named(&e));
             return ExitCode::from(1);
         }
     };
@@ -503,11 +536,25 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
     if let Some(e) = filter_error {
         return usage(e);
     }
+    if let Some(e) = pump.as_ref().and_then(Pump::take_error) {
+        eprintln!("streamcap: {}: read error: {e}", read.display());
+        return ExitCode::from(1);
+    }
     if let Some(e) = report.error {
-        eprintln!("streamcap: {e}");
+        eprintln!("streamcap: {}", named(&e));
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// An input error's message, with the pump's pipe (`/dev/fd/N`) named as
+/// the user named the input.
+fn input_message(e: &dyn std::fmt::Display, pipe: Option<&str>, read: &Path) -> String {
+    let text = e.to_string();
+    match pipe {
+        Some(p) => text.replacen(p, &read.display().to_string(), 1),
+        None => text,
+    }
 }
 
 /// Finishes every worker's handler (hands over and flushes its records; the
@@ -544,36 +591,6 @@ pub(crate) fn output_failure(failure: &Failure) -> Option<ExitCode> {
 /// Whether `mode` is a kernel fan-out mode name.
 pub fn is_kernel_mode(mode: &str) -> bool {
     matches!(mode, "hash" | "lb" | "cpu" | "rollover" | "rnd" | "qm")
-}
-
-/// Sets `stop` on SIGINT, SIGTERM and after `duration` seconds; a second
-/// SIGINT/SIGTERM ends the process at once (exit 130). The returned guard
-/// keeps the handlers installed.
-pub fn stop_on_signals(
-    stop: &Arc<AtomicBool>,
-    duration: Option<f64>,
-) -> Result<Vec<signal_hook::SigId>, String> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut ids = Vec::new();
-    for sig in [SIGINT, SIGTERM] {
-        let e = |e: io::Error| format!("cannot install a signal handler: {e}");
-        // Registered first, so it sees the flag before the second handler sets it.
-        ids.push(
-            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone()).map_err(e)?,
-        );
-        ids.push(signal_hook::flag::register(sig, stop.clone()).map_err(e)?);
-    }
-    if let Some(secs) = duration {
-        let stop = stop.clone();
-        std::thread::Builder::new()
-            .name("streamcap-duration".into())
-            .spawn(move || {
-                std::thread::sleep(Duration::from_secs_f64(secs));
-                stop.store(true, Ordering::Relaxed);
-            })
-            .map_err(|e| format!("cannot start the --duration timer: {e}"))?;
-    }
-    Ok(ids)
 }
 
 fn human(n: f64) -> String {
