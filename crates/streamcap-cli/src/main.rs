@@ -2,6 +2,7 @@
 //! live interfaces.
 
 mod args;
+mod community_id;
 mod handler;
 mod limits;
 mod live;
@@ -251,6 +252,10 @@ struct Common {
     /// Record format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
+    /// Seed of the records' Community ID flow hashes (`community_id`), as
+    /// Zeek's and Suricata's community-id seed: 0 to 65535.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    community_id_seed: u16,
     /// No progress bar, no summary.
     #[arg(short = 'q', long)]
     quiet: bool,

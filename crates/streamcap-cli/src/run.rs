@@ -166,10 +166,13 @@ fn filter_message(e: FilterError) -> String {
 
 /// How `streams.jsonl` (with `-w DIR`) is written: JSON lines with the
 /// file names.
-const JSONL: RecordFormat = RecordFormat {
-    format: Format::Json,
-    files: true,
-};
+fn jsonl(community_seed: u16) -> RecordFormat {
+    RecordFormat {
+        format: Format::Json,
+        files: true,
+        community_seed,
+    }
+}
 
 /// The outputs of a run: the record output and, with `-w DIR`, the
 /// directory and its `streams.jsonl`; shared by the workers.
@@ -201,6 +204,7 @@ impl Outputs {
         let format = RecordFormat {
             format: c.format,
             files,
+            community_seed: c.community_id_seed,
         };
         let out = SharedOutput::spawn("records", raw, format)
             .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
@@ -219,10 +223,12 @@ impl Outputs {
                 let f = open
                     .open(&jl)
                     .map_err(|e| format!("{}: cannot create: {e}", jl.display()))?;
-                let shared = SharedOutput::spawn("streams", Box::new(io::BufWriter::new(f)), JSONL)
-                    .map_err(|e| {
-                        format!("cannot start the writer thread of {}: {e}", jl.display())
-                    })?;
+                let shared = SharedOutput::spawn(
+                    "streams",
+                    Box::new(io::BufWriter::new(f)),
+                    jsonl(c.community_id_seed),
+                )
+                .map_err(|e| format!("cannot start the writer thread of {}: {e}", jl.display()))?;
                 Some((d, shared))
             }
             None => None,
@@ -257,7 +263,7 @@ impl Outputs {
         let dir = self
             .dir
             .as_ref()
-            .map(|(d, shared)| (d.clone(), sink(shared, JSONL)));
+            .map(|(d, shared)| (d.clone(), sink(shared, jsonl(self.format.community_seed))));
         CliHandler::new(
             sink(&self.out, self.format),
             self.out_name.clone(),

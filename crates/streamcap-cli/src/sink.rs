@@ -391,6 +391,7 @@ mod tests {
     const JSON: RecordFormat = RecordFormat {
         format: Format::Json,
         files: false,
+        community_seed: 0,
     };
 
     /// Records handed over by two workers, one leaving the formatting to the
@@ -403,6 +404,7 @@ mod tests {
         let csv = RecordFormat {
             format: Format::Csv,
             files: false,
+            community_seed: 0,
         };
         let shared =
             SharedOutput::spawn("recs", Box::new(Calls(calls.clone())), csv).expect("spawn");

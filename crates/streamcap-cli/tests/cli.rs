@@ -254,7 +254,7 @@ fn csv_format() {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
     assert_eq!(header[0], "ts");
-    assert_eq!(*header.last().unwrap_or(&""), "errors");
+    assert_eq!(*header.last().unwrap_or(&""), "community_id");
     let mut n = 0;
     for l in lines {
         assert_eq!(l.split(',').count(), header.len(), "{l}");
@@ -291,7 +291,8 @@ fn check_zeek_log(text: &str) -> usize {
         .expect("#types")
         .split('\t')
         .collect();
-    assert_eq!(fields.len(), 21);
+    assert_eq!(fields.len(), 23);
+    assert_eq!(fields[21..], ["ip_proto", "community_id"]);
     assert_eq!(types.len(), fields.len());
     let close = lines[lines.len() - 1]
         .strip_prefix("#close\t")
