@@ -12,7 +12,7 @@ use streamcap::dispatch::live::{open_live, total_kernel_stats};
 use streamcap::dispatch::workers::Parallel;
 use streamcap::filter::libpcap::Libpcap;
 use streamcap::source::{
-    FanoutJoin, KernelFanout, LiveConfig, LiveErrorKind, RingConfig, MAX_SNAPLEN,
+    FanoutJoin, KernelFanout, LiveConfig, LiveErrorKind, RingConfig, ANY_INTERFACE, MAX_SNAPLEN,
 };
 
 /// `DLT_EN10MB`: the link type of Ethernet and loopback interfaces.
@@ -76,9 +76,21 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         None => None,
     };
     // The filter runs in the kernel: compiled by libpcap for Ethernet with
-    // the snapshot length, attached to every worker's socket.
+    // the snapshot length, attached to every worker's socket. On `any`
+    // (cooked packets, whose header the kernel filter does not see: it
+    // starts at the network header) it runs in user space, on the packets
+    // as the engine sees them (Linux SLL), as libpcap does when it cannot
+    // hand a program to the kernel.
     let expr = (!c.filter.is_empty()).then(|| c.filter.join(" "));
-    if let Some(e) = &expr {
+    let any = iface == ANY_INTERFACE;
+    let mut filters = Vec::new();
+    for _ in 0..workers {
+        match expr.as_deref().filter(|_| any).map(run::filter).transpose() {
+            Ok(f) => filters.push(f),
+            Err(e) => return usage(e),
+        }
+    }
+    if let Some(e) = expr.as_ref().filter(|_| !any) {
         let lib = match Libpcap::load() {
             Ok(l) => l,
             Err(err) => {
@@ -113,8 +125,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         Err(e) => return usage(e),
     };
     let start = Instant::now();
-    // The kernel filters; no user-space filter, no progress bar.
-    let filters = (0..workers).map(|_| None).collect();
+    // No progress bar.
     let parts = WorkerParts::new(&outputs, digest, &failure, filters, None, start);
     let sockets = match open_live(&live, workers) {
         Ok(s) => s,
@@ -144,6 +155,20 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         return code;
     }
     let kernel = total_kernel_stats(report.workers.iter().filter_map(|w| w.kernel.as_ref()));
+    // Packets the filter let through: counted by the kernel, or on `any` by
+    // each worker's filter.
+    let mut matched = kernel.packets;
+    if any {
+        matched = 0;
+        for w in report.workers.iter_mut() {
+            if let Some(f) = w.hooks.filter.as_mut() {
+                matched += f.accepted;
+                if let Some(e) = f.take_error() {
+                    eprintln!("streamcap: {e}");
+                }
+            }
+        }
+    }
     let live_error = report.workers.iter_mut().find_map(|w| w.live_error.take());
     if !c.quiet {
         run::summary(
@@ -151,7 +176,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
             &Outcome {
                 stats: report.stats,
                 read: report.packets_read,
-                filter: expr.map(|e| (kernel.packets, e)),
+                filter: expr.map(|e| (matched, e)),
                 files: files.0,
                 file_bytes: files.1,
                 workers: if workers > 1 { per_worker } else { Vec::new() },

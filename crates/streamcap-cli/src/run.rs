@@ -147,7 +147,7 @@ pub(crate) fn capture(c: &Common, digest: bool, streams: bool) -> Result<Capture
 }
 
 /// Compiles the filter expression for one worker.
-fn filter(expr: &str) -> Result<Filter, String> {
+pub(crate) fn filter(expr: &str) -> Result<Filter, String> {
     Filter::new(expr).map_err(filter_message)
 }
 

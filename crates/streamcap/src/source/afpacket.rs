@@ -19,6 +19,23 @@
 //! NICs do) are put back into the frame, as libpcap does, so the callback
 //! sees the frame as it was on the wire.
 //!
+//! The interface name [`ANY_INTERFACE`] (`any`) captures on every interface
+//! at once, as tcpdump's `-i any`: the socket is bound to no interface
+//! (index 0). The interfaces' link layers differ, so each packet is handed
+//! over "cooked", as libpcap does there: its link-layer header (up to the
+//! kernel's network offset) is replaced by a Linux cooked-capture header
+//! ([`LinkType::LINUX_SLL`], 16 bytes: packet type, hardware type, hardware
+//! address, protocol) built from the `sockaddr_ll` the kernel wrote beside
+//! it. The protocol is the Ethernet type of an Ethernet or loopback frame
+//! (so that a VLAN tag left in the frame, the inner one of QinQ, stays
+//! announced), else the kernel's protocol; a stripped tag goes back after
+//! the header's first 14 bytes, where libpcap puts it.
+//!
+//! On a loopback interface every packet passes the capture point twice: as
+//! sent (`PACKET_OUTGOING`) and as received. Like libpcap, the socket keeps
+//! only the received copy: a few instructions in front of the kernel filter
+//! drop outgoing packets of the loopback interface (on `lo`, and on `any`).
+//!
 //! Everything that talks to the kernel is in small `unsafe` functions at the
 //! bottom of this file; the block walker ([`walk_block`]) is safe code over a
 //! byte slice and bounds-checks every offset the kernel wrote.
@@ -38,6 +55,10 @@ use std::time::{Duration, Instant};
 // ---------------------------------------------------------------------------
 // Kernel ABI constants and layouts (<linux/if_packet.h>, <linux/if_ether.h>)
 // ---------------------------------------------------------------------------
+
+/// The interface name that captures on every interface (cooked, see the
+/// module documentation).
+pub const ANY_INTERFACE: &str = "any";
 
 /// `PACKET_ADD_MEMBERSHIP` socket option.
 const PACKET_ADD_MEMBERSHIP: c_int = 1;
@@ -100,6 +121,7 @@ mod pkt_hdr {
     pub const LEN: usize = 16;
     pub const STATUS: usize = 20;
     pub const MAC: usize = 24;
+    pub const NET: usize = 26;
     pub const VLAN_TCI: usize = 32;
     pub const VLAN_TPID: usize = 36;
 }
@@ -124,6 +146,23 @@ pub const MAX_SNAPLEN: u32 = 262_144;
 pub const MAX_FILTER_INSNS: usize = 4096;
 /// `BPF_RET | BPF_K`.
 const BPF_RET_K: u16 = 0x06;
+/// `BPF_LD | BPF_W | BPF_ABS`: load a 32-bit word (here: ancillary data).
+const BPF_LD_W_ABS: u16 = 0x20;
+/// `BPF_LD | BPF_IMM`: load a constant.
+const BPF_LD_IMM: u16 = 0x00;
+/// `BPF_JMP | BPF_JEQ | BPF_K`.
+const BPF_JEQ_K: u16 = 0x15;
+/// `SKF_AD_OFF + SKF_AD_PKTTYPE`: the packet type (`PACKET_OUTGOING`, ...).
+const SKF_AD_PKTTYPE: u32 = 0xffff_f000 + 4;
+/// `SKF_AD_OFF + SKF_AD_IFINDEX`: the index of the packet's interface.
+const SKF_AD_IFINDEX: u32 = 0xffff_f000 + 8;
+/// `PACKET_OUTGOING`: a packet this host sent.
+const PACKET_OUTGOING: u32 = 4;
+/// The Linux cooked-capture header (`DLT_LINUX_SLL`).
+const SLL_HDR_LEN: usize = 16;
+/// Where the `sockaddr_ll` is in a packet's ring slot:
+/// `TPACKET_ALIGN(sizeof(struct tpacket3_hdr))`.
+const SOCKADDR_LL_AT: usize = 48;
 
 /// `struct tpacket_req3`.
 #[repr(C)]
@@ -637,13 +676,23 @@ impl AfPacket {
                 ));
             }
         }
-        let filter = match &cfg.filter {
+        let any = name == ANY_INTERFACE;
+        let ifindex = if any { 0 } else { interface_index(name)? };
+        // Loopback packets are seen twice (sent, received): keep one copy.
+        let loopback = interface_index("lo")
+            .ok()
+            .filter(|&lo| any || lo == ifindex);
+        let mut filter = match &cfg.filter {
             Some(f) => Some(f.clone()),
             None if cfg.snaplen < MAX_SNAPLEN => {
                 Some(vec![Insn::new(BPF_RET_K, 0, 0, cfg.snaplen)])
             }
             None => None,
         };
+        if let Some(lo) = loopback {
+            let program = filter.unwrap_or_else(|| vec![Insn::new(BPF_RET_K, 0, 0, u32::MAX)]);
+            filter = Some(drop_loopback_outgoing(lo, &program));
+        }
         if let Some(f) = &filter {
             if f.is_empty() || f.len() > MAX_FILTER_INSNS {
                 return Err(LiveError::other(
@@ -657,7 +706,6 @@ impl AfPacket {
                 ));
             }
         }
-        let ifindex = interface_index(name)?;
         let fd = packet_socket(name, 0)?;
         set_option(&fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V3)
             .map_err(|e| LiveError::os(name, "setting TPACKET_V3", e))?;
@@ -692,7 +740,11 @@ impl AfPacket {
                 .map_err(|e| LiveError::os(name, "attaching the BPF filter", e))?;
         }
         bind_packet_socket(&fd, ifindex, ETH_P_ALL).map_err(|e| LiveError::os(name, "bind", e))?;
-        let link = socket_link_type(&fd, name)?;
+        let link = if any {
+            LinkType::LINUX_SLL
+        } else {
+            socket_link_type(&fd, name)?
+        };
         if let Some(join) = &cfg.fanout {
             let value = join.option_value() as c_int;
             set_option(&fd, libc::SOL_PACKET, PACKET_FANOUT, &value).map_err(|e| {
@@ -706,7 +758,9 @@ impl AfPacket {
                 )
             })?;
         }
-        if cfg.promiscuous {
+        // Promiscuous mode is a property of one interface; `any` has none
+        // (libpcap does not set it there either).
+        if cfg.promiscuous && !any {
             let mreq = PacketMreq {
                 mr_ifindex: ifindex as c_int,
                 mr_type: PACKET_MR_PROMISC,
@@ -737,7 +791,7 @@ impl AfPacket {
 
     /// The link type of the captured frames: [`LinkType::ETHERNET`] (Ethernet
     /// and Linux loopback interfaces; other hardware types are refused by
-    /// [`AfPacket::open`]).
+    /// [`AfPacket::open`]), or [`LinkType::LINUX_SLL`] on [`ANY_INTERFACE`].
     pub fn link_type(&self) -> LinkType {
         self.link
     }
@@ -835,6 +889,26 @@ impl AfPacket {
     }
 }
 
+/// `program` behind a prefix that drops the packets the loopback interface
+/// (index `lo`) sends: each is also seen as received, and libpcap keeps that
+/// copy only. The prefix loads ancillary data (packet type, interface
+/// index), so it resets the accumulator before `program` starts, as a fresh
+/// program expects.
+fn drop_loopback_outgoing(lo: u32, program: &[Insn]) -> Vec<Insn> {
+    let mut p = vec![
+        Insn::new(BPF_LD_W_ABS, 0, 0, SKF_AD_PKTTYPE),
+        // Outgoing: check the interface; else on to the program.
+        Insn::new(BPF_JEQ_K, 0, 3, PACKET_OUTGOING),
+        Insn::new(BPF_LD_W_ABS, 0, 0, SKF_AD_IFINDEX),
+        // The loopback interface: drop; else on to the program.
+        Insn::new(BPF_JEQ_K, 0, 1, lo),
+        Insn::new(BPF_RET_K, 0, 0, 0),
+        Insn::new(BPF_LD_IMM, 0, 0, 0),
+    ];
+    p.extend_from_slice(program);
+    p
+}
+
 /// Milliseconds to give poll(2) for `wait` (rounded up so a sub-millisecond
 /// remainder still waits), -1 for "no limit", `None` when the time is up.
 fn poll_timeout_ms(wait: Option<Duration>) -> Option<c_int> {
@@ -888,6 +962,7 @@ struct PacketHeader {
     len: u32,
     status: u32,
     mac: usize,
+    net: usize,
     vlan_tci: u32,
     vlan_tpid: u16,
 }
@@ -904,6 +979,7 @@ impl PacketHeader {
             len: read_u32(h, pkt_hdr::LEN)?,
             status: read_u32(h, pkt_hdr::STATUS)?,
             mac: usize::from(read_u16(h, pkt_hdr::MAC)?),
+            net: usize::from(read_u16(h, pkt_hdr::NET)?),
             vlan_tci: read_u32(h, pkt_hdr::VLAN_TCI)?,
             vlan_tpid: read_u16(h, pkt_hdr::VLAN_TPID)?,
         })
@@ -972,7 +1048,44 @@ fn walk_block(
         let mut orig_len = h.len;
         let mut range = start..end;
         let mut in_scratch = false;
-        if let Some((tpid, tci)) = h.stripped_vlan().filter(|_| h.snaplen >= MAC_ADDRS_LEN) {
+        if ctx.link == LinkType::LINUX_SLL {
+            // A cooked packet: its link-layer header is replaced by the
+            // cooked header (see the module documentation).
+            let Some(sll) = block
+                .get(at + SOCKADDR_LL_AT..at + SOCKADDR_LL_AT + SOCKADDR_LL_SIZE)
+                .and_then(|b| <[u8; SOCKADDR_LL_SIZE]>::try_from(b).ok())
+            else {
+                walk.corrupt = true;
+                break;
+            };
+            // The link-layer header's length, at most what was captured.
+            let link_len = h.net.saturating_sub(h.mac).min(h.snaplen);
+            let hatype = u16::from_ne_bytes([sll[8], sll[9]]);
+            let ethernet = matches!(hatype, ARPHRD_ETHER | ARPHRD_LOOPBACK);
+            let protocol = if ethernet && link_len >= 14 {
+                [block[start + link_len - 2], block[start + link_len - 1]]
+            } else {
+                [sll[2], sll[3]]
+            };
+            let mut head = [0u8; SLL_HDR_LEN + VLAN_TAG_LEN];
+            let len = cooked_header(&sll, protocol, h.stripped_vlan(), &mut head);
+            let net = start + link_len;
+            orig_len = orig_len
+                .saturating_sub(link_len as u32)
+                .saturating_add(len as u32);
+            if net >= at + TPACKET3_HDRLEN + len {
+                // The link header and the headroom after the sockaddr_ll
+                // hold it.
+                let new_start = net - len;
+                block[new_start..net].copy_from_slice(&head[..len]);
+                range = new_start..end;
+            } else {
+                scratch.clear();
+                scratch.extend_from_slice(&head[..len]);
+                scratch.extend_from_slice(&block[net..end]);
+                in_scratch = true;
+            }
+        } else if let Some((tpid, tci)) = h.stripped_vlan().filter(|_| h.snaplen >= MAC_ADDRS_LEN) {
             orig_len = orig_len.saturating_add(VLAN_TAG_LEN as u32);
             let mut tag = [0u8; VLAN_TAG_LEN];
             tag[..2].copy_from_slice(&tpid.to_be_bytes());
@@ -1014,6 +1127,38 @@ fn walk_block(
         }
     }
     walk
+}
+
+/// Writes into `head` the Linux cooked-capture header of a packet whose
+/// `sockaddr_ll` is `sll` (packet type, hardware type, address length, 8
+/// address bytes, as libpcap writes them) and whose protocol is `protocol`
+/// (network order), with `vlan` (TPID, TCI) inserted before the protocol;
+/// returns its length (16, or 20 with a tag).
+fn cooked_header(
+    sll: &[u8; SOCKADDR_LL_SIZE],
+    protocol: [u8; 2],
+    vlan: Option<(u16, u16)>,
+    head: &mut [u8; SLL_HDR_LEN + VLAN_TAG_LEN],
+) -> usize {
+    // sockaddr_ll: family(2) protocol(2, network order) ifindex(4)
+    // hatype(2) pkttype(1) halen(1) addr(8).
+    let hatype = u16::from_ne_bytes([sll[8], sll[9]]);
+    head[0..2].copy_from_slice(&u16::from(sll[10]).to_be_bytes());
+    head[2..4].copy_from_slice(&hatype.to_be_bytes());
+    head[4..6].copy_from_slice(&u16::from(sll[11]).to_be_bytes());
+    head[6..14].copy_from_slice(&sll[12..20]);
+    match vlan {
+        Some((tpid, tci)) => {
+            head[14..16].copy_from_slice(&tpid.to_be_bytes());
+            head[16..18].copy_from_slice(&tci.to_be_bytes());
+            head[18..20].copy_from_slice(&protocol);
+            SLL_HDR_LEN + VLAN_TAG_LEN
+        }
+        None => {
+            head[14..16].copy_from_slice(&protocol);
+            SLL_HDR_LEN
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1386,8 +1531,13 @@ mod tests {
     /// A block of `size` bytes holding `packets` (frame bytes, status, TCI,
     /// TPID), laid out like the kernel does with PACKET_RESERVE = 4.
     fn block(size: usize, packets: &[(&[u8], u32, u32, u16)]) -> Vec<u8> {
+        // TPACKET_ALIGN(68 + 16) + 4 - 14, as the kernel computes it
+        block_at(size, 86, packets)
+    }
+
+    /// A block whose packets' data start `mac` bytes after their header.
+    fn block_at(size: usize, mac: usize, packets: &[(&[u8], u32, u32, u16)]) -> Vec<u8> {
         let mut b = vec![0u8; size];
-        let mac = 86; // TPACKET_ALIGN(68 + 16) + 4 - 14, as the kernel computes it
         let mut at = block_desc::SIZE;
         b[block_desc::BLOCK_STATUS..][..4].copy_from_slice(&TP_STATUS_USER.to_ne_bytes());
         b[block_desc::NUM_PKTS..][..4].copy_from_slice(&(packets.len() as u32).to_ne_bytes());
@@ -1418,8 +1568,16 @@ mod tests {
     }
 
     fn collect(block: &mut [u8], snaplen: u32) -> (Walk, Vec<(Vec<u8>, u32, u64)>) {
+        collect_link(block, snaplen, LinkType::ETHERNET)
+    }
+
+    fn collect_link(
+        block: &mut [u8],
+        snaplen: u32,
+        link: LinkType,
+    ) -> (Walk, Vec<(Vec<u8>, u32, u64)>) {
         let ctx = WalkContext {
-            link: LinkType::ETHERNET,
+            link,
             snaplen,
             first_record: 7,
         };
@@ -1545,6 +1703,87 @@ mod tests {
                 corrupt: true
             }
         );
+    }
+
+    /// Cooked packets (`any`) get libpcap's 16-byte header from their
+    /// sockaddr_ll in place of their link-layer header, the protocol from
+    /// the frame's Ethernet type, a stripped VLAN tag after the header's
+    /// first 14 bytes; in place, or without room in the scratch buffer.
+    #[test]
+    fn cooked_packets_get_a_linux_sll_header() {
+        let ip = frame(40);
+        let eth = |ethertype: &[u8], rest: &[u8]| {
+            [&[0xaa; 6][..], &[2, 0, 0, 0, 0, 9], ethertype, rest].concat()
+        };
+        let plain = eth(&[0x08, 0x00], &ip);
+        // QinQ with the outer tag stripped: the inner one is in the frame.
+        let qinq = eth(
+            &[0x81, 0x00],
+            &[&[0x00, 0x2a, 0x08, 0x00][..], &ip].concat(),
+        );
+        let packets: [(&[u8], u32, u32, u16); 2] = [
+            (&plain, 0, 0, 0),
+            (
+                &qinq,
+                TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID,
+                0x2064,
+                0x88a8,
+            ),
+        ];
+        let mut sll = [0u8; SOCKADDR_LL_SIZE];
+        sll[0..2].copy_from_slice(&17u16.to_ne_bytes());
+        sll[2..4].copy_from_slice(&0x0800u16.to_be_bytes());
+        sll[4..8].copy_from_slice(&3i32.to_ne_bytes());
+        sll[8..10].copy_from_slice(&ARPHRD_ETHER.to_ne_bytes());
+        sll[10] = 4; // PACKET_OUTGOING
+        sll[11] = 6;
+        sll[12..18].copy_from_slice(&[2, 0, 0, 0, 0, 9]);
+        let head = [0, 4, 0, 1, 0, 6, 2, 0, 0, 0, 0, 9, 0, 0];
+        let want_plain = [&head[..], &[0x08, 0x00], &ip].concat();
+        let want_qinq = [
+            &head[..],
+            &[0x88, 0xa8, 0x20, 0x64, 0x81, 0x00, 0x00, 0x2a, 0x08, 0x00],
+            &ip,
+        ]
+        .concat();
+        // As the kernel places a frame (mac 86), and a slot too small to
+        // hold the header in place.
+        for mac in [86, 72] {
+            let mut blk = block_at(4096, mac, &packets);
+            let mut at = block_desc::SIZE;
+            for (f, ..) in &packets {
+                blk[at + SOCKADDR_LL_AT..][..SOCKADDR_LL_SIZE].copy_from_slice(&sll);
+                blk[at + pkt_hdr::NET..][..2].copy_from_slice(&(mac as u16 + 14).to_ne_bytes());
+                at += (mac + f.len()).next_multiple_of(16);
+            }
+            let (walk, seen) = collect_link(&mut blk, MAX_SNAPLEN, LinkType::LINUX_SLL);
+            assert_eq!(walk.packets, 2);
+            assert!(!walk.corrupt);
+            assert_eq!(seen[0].0, want_plain, "mac {mac}");
+            assert_eq!(seen[0].1, 56);
+            assert_eq!(seen[1].0, want_qinq, "mac {mac}");
+            assert_eq!(seen[1].1, 64);
+            let info = crate::decode::decode_link(LinkType::LINUX_SLL, &seen[1].0);
+            let info = info.map(|i| (i.ip_offset, i.vlan, i.inner_vlan));
+            assert_eq!(info, Ok((24, Some(0x064), Some(42))));
+        }
+    }
+
+    #[test]
+    fn loopback_prefix_drops_outgoing_on_lo_only() {
+        let user = [Insn::new(BPF_RET_K, 0, 0, 96)];
+        let p = drop_loopback_outgoing(1, &user);
+        assert_eq!(p.len(), 7);
+        // Every jump lands inside the program, and the user's program
+        // starts with a cleared accumulator.
+        for (pc, insn) in p.iter().enumerate() {
+            if insn.code == BPF_JEQ_K {
+                assert!(pc + 1 + usize::from(insn.jt.max(insn.jf)) < p.len());
+            }
+        }
+        assert_eq!(p[1 + 1 + 3], Insn::new(BPF_LD_IMM, 0, 0, 0));
+        assert_eq!(p[1 + 1 + 2], Insn::new(BPF_RET_K, 0, 0, 0));
+        assert_eq!(p[6], user[0]);
     }
 
     #[test]

@@ -20,7 +20,8 @@ mod window;
 #[cfg(target_os = "linux")]
 pub use afpacket::{
     page_size, physical_memory, AfPacket, FanoutJoin, KernelFanout, KernelStats, LiveConfig,
-    LiveError, LiveErrorKind, RingConfig, MAX_FILTER_INSNS, MAX_SNAPLEN, TPACKET_ALIGNMENT,
+    LiveError, LiveErrorKind, RingConfig, ANY_INTERFACE, MAX_FILTER_INSNS, MAX_SNAPLEN,
+    TPACKET_ALIGNMENT,
 };
 pub use error::{SourceError, SourceErrorKind};
 pub use file::FileSource;
