@@ -488,6 +488,37 @@ fn streams_directory() {
 }
 
 #[test]
+fn man_pages_and_defaults_in_help() {
+    let o = run(&["man"]);
+    assert_eq!(o.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(page.contains(".TH streamcap 1"), "{page}");
+    assert!(page.contains("flows") && page.contains("streams"), "{page}");
+    let o = run(&["man", "flows"]);
+    assert_eq!(o.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(page.contains(".TH streamcap-flows 1"), "{page}");
+    for option in ["ring\\-size", "community\\-id\\-seed", "snaplen", "memory"] {
+        assert!(page.contains(option), "{option} missing:\n{page}");
+    }
+    assert_eq!(run(&["man", "nosuch"]).status.code(), Some(2));
+    // Not listed among the subcommands of the help.
+    let o = run(&["--help"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("man "));
+    let o = run(&["streams", "--help"]);
+    let h = String::from_utf8_lossy(&o.stdout);
+    let h = h.split_whitespace().collect::<Vec<_>>().join(" ");
+    for d in [
+        "[default: 16 KiB]",
+        "[default: 512 MiB]",
+        "[default: 32 MiB]",
+        "[default: 262144",
+    ] {
+        assert!(h.contains(d), "{d} missing:\n{h}");
+    }
+}
+
+#[test]
 fn completions_and_help() {
     for sh in ["bash", "zsh", "fish"] {
         let o = run(&["completions", sh]);
