@@ -57,11 +57,38 @@ fn icmp6_counterpart(t: u8) -> Option<u8> {
     })
 }
 
-/// The bytes of an address as the spec hashes them.
-fn octets(ip: IpAddr) -> Vec<u8> {
+/// The bytes of an address as the spec hashes them (the first 4 of 16 for
+/// IPv4), on the stack.
+fn octets(ip: IpAddr) -> ([u8; 16], usize) {
     match ip {
-        IpAddr::V4(a) => a.octets().to_vec(),
-        IpAddr::V6(a) => a.octets().to_vec(),
+        IpAddr::V4(a) => {
+            let mut b = [0u8; 16];
+            b[..4].copy_from_slice(&a.octets());
+            (b, 4)
+        }
+        IpAddr::V6(a) => (a.octets(), 16),
+    }
+}
+
+/// The text of a Community ID: `1:` and 28 base64 characters, kept inline
+/// (a record is formatted per connection: no allocation for it).
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub struct CommunityId([u8; ID_LEN]);
+
+/// `1:` and the base64 of a 20-byte SHA-1 digest.
+const ID_LEN: usize = 2 + 28;
+
+impl CommunityId {
+    /// The text, e.g. `1:LQU9qZlK+B5F3KDmev6m5PMibrg=`.
+    pub fn as_str(&self) -> &str {
+        // "1:" and base64 are ASCII.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for CommunityId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -77,11 +104,12 @@ pub fn community_id(
     sport: u16,
     dst: IpAddr,
     dport: u16,
-) -> Option<String> {
+) -> Option<CommunityId> {
     if src.is_ipv4() != dst.is_ipv4() {
         return None;
     }
-    let (a, b) = (octets(src), octets(dst));
+    let ((a, alen), (b, blen)) = (octets(src), octets(dst));
+    let (a, b) = (&a[..alen], &b[..blen]);
     let (ports, one_way) = match proto {
         TCP | UDP | SCTP => (Some((sport, dport)), false),
         ICMP | ICMP6 => {
@@ -101,11 +129,11 @@ pub fn community_id(
         _ => (None, false),
     };
     let (p1, p2) = ports.unwrap_or((0, 0));
-    let ordered = one_way || (a.as_slice(), p1) < (b.as_slice(), p2);
+    let ordered = one_way || (a, p1) < (b, p2);
     let (first, second, p1, p2) = if ordered {
-        (&a, &b, p1, p2)
+        (a, b, p1, p2)
     } else {
-        (&b, &a, p2, p1)
+        (b, a, p2, p1)
     };
     let mut h = Sha1::new();
     h.update(seed.to_be_bytes());
@@ -117,10 +145,12 @@ pub fn community_id(
         h.update(p2.to_be_bytes());
     }
     let digest = h.finalize();
-    Some(format!(
-        "1:{}",
-        base64::engine::general_purpose::STANDARD.encode(digest)
-    ))
+    let mut id = [0u8; ID_LEN];
+    id[..2].copy_from_slice(b"1:");
+    let n = base64::engine::general_purpose::STANDARD
+        .encode_slice(digest, &mut id[2..])
+        .ok()?;
+    (n == ID_LEN - 2).then_some(CommunityId(id))
 }
 
 /// The Community ID of a flow record (`seed`: `--community-id-seed`), or
@@ -128,7 +158,7 @@ pub fn community_id(
 /// ICMPv6 flows (the spec hashes the message type and code, which the
 /// engine's flow key does not keep: it forms one ICMP flow per address
 /// pair) and SCTP (whose ports the engine does not read).
-pub fn of_record(r: &crate::record::FlowRecord, seed: u16) -> Option<String> {
+pub fn of_record(r: &crate::record::FlowRecord, seed: u16) -> Option<CommunityId> {
     match r.proto.0 {
         ICMP | ICMP6 | SCTP => None,
         p => community_id(seed, p, r.src_ip, r.src_port, r.dst_ip, r.dst_port),
@@ -466,8 +496,9 @@ mod tests {
         for (proto, s, d, ports, seed0, seed1) in VECTORS {
             let (src, dst) = (s.parse().expect("addr"), d.parse().expect("addr"));
             let (sp, dp) = ports.unwrap_or((0, 0));
-            let got0 = community_id(0, *proto, src, sp, dst, dp);
-            let got1 = community_id(1, *proto, src, sp, dst, dp);
+            let text = |c: Option<CommunityId>| c.map(|c| c.as_str().to_string());
+            let got0 = text(community_id(0, *proto, src, sp, dst, dp));
+            let got1 = text(community_id(1, *proto, src, sp, dst, dp));
             assert_eq!(got0.as_deref(), Some(*seed0), "{proto} {s} {d} {ports:?}");
             assert_eq!(
                 got1.as_deref(),
@@ -477,7 +508,7 @@ mod tests {
             // Ports of port-less protocols do not matter.
             if ports.is_none() {
                 assert_eq!(
-                    community_id(0, *proto, src, 7, dst, 9).as_deref(),
+                    text(community_id(0, *proto, src, 7, dst, 9)).as_deref(),
                     Some(*seed0)
                 );
             }

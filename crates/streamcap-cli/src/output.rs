@@ -105,16 +105,17 @@ impl RecordFormat {
     /// thread when there is one worker), not by the worker that ends the flow.
     pub fn append(self, r: &FlowRecord, out: &mut Vec<u8>) {
         let cid = crate::community_id::of_record(r, self.community_seed);
+        let cid = cid.as_ref().map(crate::community_id::CommunityId::as_str);
         match self.format {
             Format::Json => {
-                crate::record::write_json(r, cid.as_deref(), out);
+                crate::record::write_json(r, cid, out);
                 out.push(b'\n');
             }
             Format::Csv => {
-                out.extend_from_slice(csv_row(r, self.files, cid.as_deref()).as_bytes());
+                out.extend_from_slice(csv_row(r, self.files, cid).as_bytes());
                 out.push(b'\n');
             }
-            Format::Zeek => out.extend_from_slice(zeek::line(r, cid.as_deref()).as_bytes()),
+            Format::Zeek => out.extend_from_slice(zeek::line(r, cid).as_bytes()),
         }
     }
 }

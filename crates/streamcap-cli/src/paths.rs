@@ -76,20 +76,33 @@ fn input_identity(read: Option<&Path>) -> Option<Identity> {
     }
 }
 
+/// `p` made absolute with its existing part resolved (symlinks, `..`): the
+/// deepest ancestor that exists, canonicalized, and the rest as given.
+fn resolved(p: &Path) -> Option<PathBuf> {
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(p)
+    };
+    let mut rest = Vec::new();
+    let mut at = abs.as_path();
+    loop {
+        if let Ok(real) = fs::canonicalize(at) {
+            return Some(rest.iter().rev().fold(real, |acc, c| acc.join(c)));
+        }
+        rest.push(at.file_name()?.to_os_string());
+        at = at.parent()?;
+    }
+}
+
 /// Whether `a` and `b` name the same place, for paths that may not exist
-/// yet: their parent directories are the same directory and the names equal.
+/// yet: the same existing file, or the same path once the parts that exist
+/// are resolved.
 fn same_place(a: &Path, b: &Path) -> bool {
     if let (Some(x), Some(y)) = (existing(a), existing(b)) {
         return x == y;
     }
-    let parent = |p: &Path| {
-        let dir = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        existing(&dir)
-    };
-    a.file_name() == b.file_name() && parent(a).is_some() && parent(a) == parent(b)
+    matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// Whether a file name is one streamcap writes into a `-w` directory.
@@ -262,13 +275,22 @@ mod tests {
             };
             assert!(check(None, None, Some(&o)).is_ok());
         }
-        // -o onto the directory's streams.jsonl, existing or not.
+        // -o onto the directory's streams.jsonl, whether the directory and
+        // the file exist or not, and however it is written.
         let o = OutDir {
             mode: DirMode::Append,
             ..out.clone()
         };
         let e = check(None, Some(&out.jsonl()), Some(&o)).expect_err("refused");
         assert!(e.contains("records file"), "{e}");
+        let other = d.join("out/../out/./streams.jsonl");
+        assert!(check(None, Some(&other), Some(&o)).is_err());
+        let missing = OutDir {
+            path: d.join("new/sub"),
+            mode: DirMode::Fresh,
+        };
+        assert!(check(None, Some(&missing.jsonl()), Some(&missing)).is_err());
+        assert!(check(None, Some(&d.join("new/sub/x.json")), Some(&missing)).is_ok());
         // The input inside the directory under a name --force removes.
         let f = OutDir {
             mode: DirMode::Force,

@@ -60,8 +60,9 @@ fn output_naming_the_input_is_refused_before_it_is_truncated() {
         .expect("run");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(std::fs::read(&input).expect("read"), before);
-    // -o onto the -w directory's records file.
+    // -o onto the -w directory's records file (which does not exist yet).
     let w = dir.join("w");
+    std::fs::create_dir_all(&w).expect("mkdir");
     let o = run(&[
         "streams",
         "-q",
@@ -70,10 +71,14 @@ fn output_naming_the_input_is_refused_before_it_is_truncated() {
         "-w",
         s(&w),
         "-o",
-        s(&w.join("streams.jsonl")),
+        s(&dir.join("w/./streams.jsonl")),
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(!w.exists(), "nothing created before the check");
+    assert!(stderr(&o).contains("records file"), "{}", stderr(&o));
+    assert!(
+        !w.join("streams.jsonl").exists(),
+        "nothing created before the check"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
