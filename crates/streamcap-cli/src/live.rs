@@ -2,9 +2,9 @@
 //! the fan-out group, and the run.
 
 use crate::handler::{Failure, SharedFailure};
+use crate::paths::OutDir;
 use crate::run::{self, usage, Outcome, Outputs, WorkerParts};
 use crate::Common;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,14 +12,14 @@ use streamcap::dispatch::live::{open_live, total_kernel_stats};
 use streamcap::dispatch::workers::Parallel;
 use streamcap::filter::libpcap::Libpcap;
 use streamcap::source::{
-    FanoutJoin, KernelFanout, LiveConfig, LiveErrorKind, RingConfig, MAX_SNAPLEN,
+    FanoutJoin, KernelFanout, LiveConfig, LiveErrorKind, RingConfig, ANY_INTERFACE, MAX_SNAPLEN,
 };
 
 /// `DLT_EN10MB`: the link type of Ethernet and loopback interfaces.
 const DLT_EN10MB: i32 = 1;
 
 /// Runs `flows` / `streams` on a live interface.
-pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> ExitCode {
+pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitCode {
     let Some(iface) = c.interface.clone() else {
         return usage("give a capture file (-r FILE) or an interface (-i IFACE)");
     };
@@ -76,9 +76,21 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         None => None,
     };
     // The filter runs in the kernel: compiled by libpcap for Ethernet with
-    // the snapshot length, attached to every worker's socket.
+    // the snapshot length, attached to every worker's socket. On `any`
+    // (cooked packets, whose header the kernel filter does not see: it
+    // starts at the network header) it runs in user space, on the packets
+    // as the engine sees them (Linux SLL), as libpcap does when it cannot
+    // hand a program to the kernel.
     let expr = (!c.filter.is_empty()).then(|| c.filter.join(" "));
-    if let Some(e) = &expr {
+    let any = iface == ANY_INTERFACE;
+    let mut filters = Vec::new();
+    for _ in 0..workers {
+        match expr.as_deref().filter(|_| any).map(run::filter).transpose() {
+            Ok(f) => filters.push(f),
+            Err(e) => return usage(e),
+        }
+    }
+    if let Some(e) = expr.as_ref().filter(|_| !any) {
         let lib = match Libpcap::load() {
             Ok(l) => l,
             Err(err) => {
@@ -107,20 +119,20 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         pin: c.pin.clone().map(|p| p.0).unwrap_or_default(),
         ..Parallel::default()
     };
-    let _signals = match run::stop_on_signals(&par.stop, c.duration) {
+    let stopper = crate::signals::Stopper::new(par.stop.clone());
+    let _signals = match crate::signals::install(&stopper, c.duration) {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
     let start = Instant::now();
-    // The kernel filters; no user-space filter, no progress bar.
-    let filters = (0..workers).map(|_| None).collect();
+    // No progress bar.
     let parts = WorkerParts::new(&outputs, digest, &failure, filters, None, start);
     let sockets = match open_live(&live, workers) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("streamcap: {e}");
             return ExitCode::from(match e.kind() {
-                LiveErrorKind::NoSuchInterface => 2,
+                LiveErrorKind::NoSuchInterface | LiveErrorKind::InvalidConfig => 2,
                 _ => 1,
             });
         }
@@ -143,6 +155,20 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         return code;
     }
     let kernel = total_kernel_stats(report.workers.iter().filter_map(|w| w.kernel.as_ref()));
+    // Packets the filter let through: counted by the kernel, or on `any` by
+    // each worker's filter.
+    let mut matched = kernel.packets;
+    if any {
+        matched = 0;
+        for w in report.workers.iter_mut() {
+            if let Some(f) = w.hooks.filter.as_mut() {
+                matched += f.accepted;
+                if let Some(e) = f.take_error() {
+                    eprintln!("streamcap: {e}");
+                }
+            }
+        }
+    }
     let live_error = report.workers.iter_mut().find_map(|w| w.live_error.take());
     if !c.quiet {
         run::summary(
@@ -150,7 +176,7 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
             &Outcome {
                 stats: report.stats,
                 read: report.packets_read,
-                filter: expr.map(|e| (kernel.packets, e)),
+                filter: expr.map(|e| (matched, e)),
                 files: files.0,
                 file_bytes: files.1,
                 workers: if workers > 1 { per_worker } else { Vec::new() },

@@ -2,12 +2,17 @@
 //! live interfaces.
 
 mod args;
+mod community_id;
 mod handler;
+mod limits;
 mod live;
 mod output;
+mod paths;
+mod pump;
 mod record;
 mod replay;
 mod run;
+mod signals;
 mod sink;
 mod size;
 mod tcpflow;
@@ -84,6 +89,16 @@ enum Cmd {
     Streams(StreamsArgs),
     /// Send the frames of a capture out of an interface, optionally at a fixed rate.
     Replay(replay::ReplayArgs),
+    /// Print the manual page (roff) of streamcap, or of one subcommand.
+    ///
+    /// `streamcap man > streamcap.1 && man ./streamcap.1`; `streamcap man
+    /// flows` gives streamcap-flows(1).
+    #[command(hide = true)]
+    Man {
+        /// A subcommand (flows, streams, replay, completions, demo).
+        #[arg(value_name = "SUBCOMMAND")]
+        page: Option<String>,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -97,7 +112,8 @@ enum Cmd {
     /// deterministic generator in streamcap-gen; the same capture ships as
     /// samples/sample.pcap.
     Demo {
-        /// Where to write the sample (default: a file in the temporary directory).
+        /// Where to write the sample, kept after the run (default: a private
+        /// temporary file, removed at the end). A symlink is refused.
         #[arg(short = 'w', long = "write", value_name = "FILE")]
         out: Option<PathBuf>,
     },
@@ -114,9 +130,18 @@ struct FlowsArgs {
 
 #[derive(Args)]
 struct StreamsArgs {
-    /// Write each direction's bytes to DIR (created if missing).
+    /// Write each direction's bytes to DIR (created if missing). A DIR that
+    /// already holds files is refused unless --force or --append is given.
     #[arg(short = 'w', long = "write", value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// With -w: replace streamcap's files in DIR (streams.jsonl and the
+    /// stream files of an earlier run; other files stay).
+    #[arg(long, requires = "dir", conflicts_with = "append")]
+    force: bool,
+    /// With -w: add to what DIR holds (taken stream file names get tcpflow's
+    /// c1, c2... suffix; records are appended to streams.jsonl).
+    #[arg(long, requires = "dir")]
+    append: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -160,7 +185,8 @@ struct Common {
     #[arg(short = 'r', long = "read", value_name = "FILE", group = "input")]
     read: Option<PathBuf>,
     /// Capture live from a network interface (AF_PACKET; needs root or
-    /// CAP_NET_RAW, and CAP_NET_ADMIN for promiscuous mode).
+    /// CAP_NET_RAW, and CAP_NET_ADMIN for promiscuous mode); `any` captures
+    /// every interface (Linux cooked capture, no promiscuous mode).
     #[arg(short = 'i', long = "interface", value_name = "IFACE", group = "input")]
     interface: Option<String>,
     /// TCP reassembly mode.
@@ -170,12 +196,15 @@ struct Common {
     #[arg(long, value_enum, default_value = "bsd")]
     policy: PolicyArg,
     /// Bytes delivered per stream (e.g. 0, 512, 10KiB, 1MB, 1M, unlimited).
+    /// A cutoff limits what is delivered, not what is held in memory.
+    /// [default: 0 for flows (statistics only); unlimited for flows --digest
+    /// and streams]
     #[arg(long, value_name = "BYTES", value_parser = parse_limit)]
     cutoff: Option<Limit>,
-    /// Cutoff for the initiator's direction.
+    /// Cutoff for the initiator's direction. [default: --cutoff]
     #[arg(long, value_name = "BYTES", value_parser = parse_limit)]
     cutoff_orig: Option<Limit>,
-    /// Cutoff for the responder's direction.
+    /// Cutoff for the responder's direction. [default: --cutoff]
     #[arg(long, value_name = "BYTES", value_parser = parse_limit)]
     cutoff_resp: Option<Limit>,
     /// A cutoff for the connections whose first packet matches a filter, as
@@ -183,7 +212,8 @@ struct Common {
     /// match wins (Scap cutoff classes).
     #[arg(long, value_name = "FILTER=BYTES", value_parser = args::parse_class)]
     cutoff_class: Vec<args::ClassArg>,
-    /// Chunk size (bytes per data event).
+    /// Chunk size (bytes per data event); at most a worker's share of
+    /// --memory. [default: 16 KiB]
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
     chunk: Option<u64>,
     /// How stream bytes reach the consumer: chunks (copied into a buffer per
@@ -193,15 +223,20 @@ struct Common {
     #[arg(long, value_enum, default_value = "chunks")]
     delivery: DeliveryArg,
     /// Inactivity timeout of every flow, seconds of capture time.
+    /// [default: TCP 300, UDP and other protocols 60; a closed TCP
+    /// connection lingers 5]
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
-    /// Memory for stream data.
+    /// Memory for stream data, split evenly between the workers; at most
+    /// the machine's physical memory. [default: 512 MiB]
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
     memory: Option<u64>,
     /// Stop after COUNT packets that pass the filter (as tcpdump's -c).
+    /// [default: no limit]
     #[arg(short = 'c', long = "count", value_name = "COUNT")]
     count: Option<u64>,
     /// Stop after SECS seconds (open streams are flushed, as on Ctrl-C).
+    /// [default: no limit]
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
     /// Worker threads, each owning a shard of the flows.
@@ -215,28 +250,35 @@ struct Common {
     #[arg(long, value_name = "MODE", default_value = "hash")]
     fanout: String,
     /// Live: join kernel fan-out group ID, shared with other processes that
-    /// name the same ID (default: a group of this process's workers).
+    /// name the same ID. [default: a group of this process's workers]
     #[arg(long, value_name = "ID")]
     group: Option<u16>,
     /// Pin worker i to the i-th CPU of the list (e.g. 0,1 or 0-3).
+    /// [default: not pinned]
     #[arg(long, value_name = "CPUS", value_parser = args::parse_cpus)]
     pin: Option<CpuList>,
-    /// Live: the kernel ring of each worker's socket (default 32MiB: a
-    /// 100 ms burst at 1 Gbit/s plus per-packet overhead).
+    /// Live: the kernel ring of each worker's socket (a 100 ms burst at
+    /// 1 Gbit/s plus per-packet overhead); the rings of all workers and
+    /// --memory must fit in physical memory. [default: 32 MiB]
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
     ring_size: Option<u64>,
-    /// Live: bytes captured of each packet (default: all).
+    /// Live: bytes captured of each packet, 1 to 262144.
+    /// [default: 262144 (whole frames)]
     #[arg(long, value_name = "N")]
     snaplen: Option<u32>,
     /// Live: do not put the interface into promiscuous mode (as tcpdump -p).
     #[arg(short = 'p', long = "no-promiscuous-mode")]
     no_promisc: bool,
-    /// Write the records to PATH instead of stdout.
+    /// Write the records to PATH (not the input file). [default: stdout]
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     output: Option<PathBuf>,
     /// Record format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
+    /// Seed of the records' Community ID flow hashes (`community_id`), as
+    /// Zeek's and Suricata's community-id seed: 0 to 65535.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    community_id_seed: u16,
     /// No progress bar, no summary.
     #[arg(short = 'q', long)]
     quiet: bool,
@@ -256,28 +298,166 @@ fn dispatch(cmd: Cmd) -> ExitCode {
             clap_complete::generate(shell, &mut cmd, "streamcap", &mut io::stdout());
             ExitCode::SUCCESS
         }
-        Cmd::Demo { out } => {
-            let path = out.unwrap_or_else(|| std::env::temp_dir().join("streamcap-sample.pcap"));
-            let bytes = streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes();
-            if let Err(e) = std::fs::write(&path, bytes) {
-                eprintln!("streamcap: cannot write {}: {e}", path.display());
-                return ExitCode::from(1);
-            }
-            eprintln!("streamcap: generated sample capture {}", path.display());
-            let args = [
-                "streamcap".as_ref(),
-                "flows".as_ref(),
-                "--digest".as_ref(),
-                "-r".as_ref(),
-                path.as_os_str(),
-            ];
-            match Cli::try_parse_from(args) {
-                Ok(cli) => dispatch(cli.cmd),
-                Err(e) => usage(e),
-            }
-        }
+        Cmd::Man { page } => man(page.as_deref()),
+        Cmd::Demo { out } => demo(out),
         Cmd::Replay(a) => replay::run(a),
         Cmd::Flows(a) => run::run(a.common, a.digest, None, false),
-        Cmd::Streams(a) => run::run(a.common, false, a.dir, true),
+        Cmd::Streams(a) => {
+            let mode = if a.force {
+                paths::DirMode::Force
+            } else if a.append {
+                paths::DirMode::Append
+            } else {
+                paths::DirMode::Fresh
+            };
+            let dir = a.dir.map(|path| paths::OutDir { path, mode });
+            run::run(a.common, false, dir, true)
+        }
+    }
+}
+
+/// `streamcap demo`: writes the sample capture and runs `flows --digest` on it.
+///
+/// Without `-w` the capture goes to a new private file in the temporary
+/// directory (created exclusively, mode 0600, with a random name: nothing
+/// another user planted there, a symlink above all, is ever written
+/// through), removed after the run. With `-w FILE` the file is kept; a
+/// symlink at FILE is refused rather than followed.
+fn demo(out: Option<PathBuf>) -> ExitCode {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let bytes = streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes();
+    let (path, temp) = match out {
+        Some(p) => {
+            let written = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&p)
+                .and_then(|mut f| f.write_all(&bytes));
+            if let Err(e) = written {
+                let hint = if e.raw_os_error() == Some(libc::ELOOP) {
+                    " (a symlink: not followed)"
+                } else {
+                    ""
+                };
+                eprintln!("streamcap: cannot write {}: {e}{hint}", p.display());
+                return ExitCode::from(1);
+            }
+            (p, None)
+        }
+        None => {
+            let made = tempfile::Builder::new()
+                .prefix("streamcap-sample-")
+                .suffix(".pcap")
+                .tempfile()
+                .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.flush()).map(|()| f));
+            match made {
+                Ok(f) => (f.path().to_path_buf(), Some(f)),
+                Err(e) => {
+                    eprintln!(
+                        "streamcap: cannot create a temporary file in {}: {e}",
+                        std::env::temp_dir().display()
+                    );
+                    return ExitCode::from(1);
+                }
+            }
+        }
+    };
+    let kept = if temp.is_some() {
+        " (removed at the end; -w FILE keeps a copy)"
+    } else {
+        ""
+    };
+    eprintln!(
+        "streamcap: generated sample capture {}{kept}",
+        path.display()
+    );
+    let args = [
+        "streamcap".as_ref(),
+        "flows".as_ref(),
+        "--digest".as_ref(),
+        "-r".as_ref(),
+        path.as_os_str(),
+    ];
+    let code = match Cli::try_parse_from(args) {
+        Ok(cli) => dispatch(cli.cmd),
+        Err(e) => usage(e),
+    };
+    drop(temp);
+    code
+}
+
+/// `streamcap man [SUBCOMMAND]`: the manual page, generated from the option
+/// definitions (clap_mangen), on stdout.
+fn man(page: Option<&str>) -> ExitCode {
+    let top = Cli::command();
+    let cmd = match page {
+        None => top,
+        Some(name) => match top.find_subcommand(name) {
+            Some(sub) if name != "man" => {
+                let title = format!("streamcap-{name}");
+                sub.clone()
+                    .name(title.clone())
+                    .bin_name(title)
+                    .version(env!("CARGO_PKG_VERSION"))
+            }
+            _ => return usage(format!("man {name}: no such subcommand")),
+        },
+    };
+    let mut out = Vec::new();
+    if let Err(e) = clap_mangen::Man::new(cmd).render(&mut out) {
+        eprintln!("streamcap: cannot render the manual page: {e}");
+        return ExitCode::from(1);
+    }
+    match io::Write::write_all(&mut io::stdout(), &out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("streamcap: stdout: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The help text states the library's own defaults.
+    #[test]
+    fn help_states_the_defaults() {
+        let mut cmd = Cli::command();
+        let flows = cmd.find_subcommand_mut("flows").expect("flows");
+        // Wrapped at the terminal's width: compare with single spaces.
+        let help = flows.render_long_help().to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        let cfg = streamcap::Config::default();
+        for want in [
+            format!("[default: {}]", size::binary(cfg.chunk_size as u64)),
+            format!("[default: {}]", size::binary(cfg.memory_size as u64)),
+            format!(
+                "[default: {}]",
+                size::binary(streamcap::source::RingConfig::default().total_size() as u64)
+            ),
+            format!("[default: {}", streamcap::source::MAX_SNAPLEN),
+            format!(
+                "TCP {}, UDP and other protocols {}",
+                cfg.tcp_timeout / 1_000_000_000,
+                cfg.udp_timeout / 1_000_000_000
+            ),
+            format!("lingers {}]", cfg.close_linger / 1_000_000_000),
+            "[default: 0 for flows".to_string(),
+            "[default: fast]".to_string(),
+            "[default: bsd]".to_string(),
+            "[default: json]".to_string(),
+            "[default: 1]".to_string(),
+            "[default: hash]".to_string(),
+            "[default: chunks]".to_string(),
+            "[default: stdout]".to_string(),
+        ] {
+            assert!(help.contains(&want), "{want:?} not in the help:\n{help}");
+        }
     }
 }

@@ -44,6 +44,7 @@ pub fn csv_header(files: bool) -> String {
     }
     h.push("end".into());
     h.push("errors".into());
+    h.push("community_id".into());
     h.join(",")
 }
 
@@ -65,8 +66,9 @@ fn csv_dir(out: &mut Vec<String>, d: &DirRecord, files: bool) {
     }
 }
 
-/// One CSV row (no newline). Empty cells stand for null.
-pub fn csv_row(r: &FlowRecord, files: bool) -> String {
+/// One CSV row (no newline). Empty cells stand for null. `community_id`
+/// is the record's Community ID (see [`crate::community_id::of_record`]).
+pub fn csv_row(r: &FlowRecord, files: bool, community_id: Option<&str>) -> String {
     let mut v = vec![
         r.ts.text(),
         r.last_ts.text(),
@@ -81,6 +83,7 @@ pub fn csv_row(r: &FlowRecord, files: bool) -> String {
     csv_dir(&mut v, &r.resp, files);
     v.push(r.end.to_string());
     v.push(r.errors.names().collect::<Vec<_>>().join(";"));
+    v.push(community_id.unwrap_or_default().to_string());
     v.join(",")
 }
 
@@ -92,21 +95,27 @@ pub struct RecordFormat {
     pub format: Format,
     /// Write the `-w` file names.
     pub files: bool,
+    /// The seed of the records' Community IDs (`--community-id-seed`).
+    pub community_seed: u16,
 }
 
 impl RecordFormat {
-    /// Appends `r` as one whole line (or Zeek row) to `out`.
+    /// Appends `r` as one whole line (or Zeek row) to `out`. The Community
+    /// ID is computed here, where the records are formatted (on the output's
+    /// thread when there is one worker), not by the worker that ends the flow.
     pub fn append(self, r: &FlowRecord, out: &mut Vec<u8>) {
+        let cid = crate::community_id::of_record(r, self.community_seed);
+        let cid = cid.as_ref().map(crate::community_id::CommunityId::as_str);
         match self.format {
             Format::Json => {
-                crate::record::write_json(r, out);
+                crate::record::write_json(r, cid, out);
                 out.push(b'\n');
             }
             Format::Csv => {
-                out.extend_from_slice(csv_row(r, self.files).as_bytes());
+                out.extend_from_slice(csv_row(r, self.files, cid).as_bytes());
                 out.push(b'\n');
             }
-            Format::Zeek => out.extend_from_slice(zeek::line(r).as_bytes()),
+            Format::Zeek => out.extend_from_slice(zeek::line(r, cid).as_bytes()),
         }
     }
 }
@@ -179,10 +188,10 @@ mod tests {
             "ts,last_ts,proto,src_ip,src_port,dst_ip,dst_port,vlan,\
 orig_pkts,orig_bytes,orig_stream_bytes,orig_captured,orig_discarded,orig_dropped,orig_missing,orig_sha256,\
 resp_pkts,resp_bytes,resp_stream_bytes,resp_captured,resp_discarded,resp_dropped,resp_missing,resp_sha256,\
-end,errors"
+end,errors,community_id"
         );
         let h = csv_header(true);
         assert!(h.contains(",orig_sha256,orig_file,resp_pkts,"));
-        assert!(h.ends_with(",resp_sha256,resp_file,end,errors"));
+        assert!(h.ends_with(",resp_sha256,resp_file,end,errors,community_id"));
     }
 }

@@ -211,10 +211,15 @@ impl FlowRecord {
         }
     }
 
-    /// The record as one line of JSON (no newline).
+    /// The record as one line of JSON (no newline), by serde, with
+    /// `community_id` appended as [`write_json`] writes it.
     #[cfg(test)]
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    pub fn to_json(&self, community_id: Option<&str>) -> String {
+        let mut j =
+            serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        j.pop();
+        let cid = serde_json::to_string(&community_id).unwrap_or_default();
+        format!("{j},\"community_id\":{cid}}}")
     }
 }
 
@@ -225,7 +230,9 @@ impl FlowRecord {
 /// flood, where every packet makes a record). Text is gathered in a small
 /// stack buffer ([`Staging`]) and numbers are written digit by digit into it,
 /// so a record costs one copy into `out` instead of some sixty short ones.
-pub fn write_json(r: &FlowRecord, out: &mut Vec<u8>) {
+///
+/// `community_id` (`null` when `None`) is the last field.
+pub fn write_json(r: &FlowRecord, community_id: Option<&str>, out: &mut Vec<u8>) {
     let mut w = Staging::new(out);
     w.put(b"{\"ts\":");
     w.ts(r.ts);
@@ -263,7 +270,13 @@ pub fn write_json(r: &FlowRecord, out: &mut Vec<u8>) {
         }
         w.plain_str(e);
     }
-    w.put(b"]}");
+    w.put(b"],\"community_id\":");
+    // "1:" and base64: nothing to escape.
+    match community_id {
+        Some(c) => w.plain_str(c),
+        None => w.put(b"null"),
+    }
+    w.put(b"}");
     w.flush();
 }
 
@@ -556,13 +569,17 @@ mod tests {
             errors: StreamErrors::GAP,
             extra: Extra::default(),
         };
-        let j = r.to_json();
+        let j = r.to_json(None);
         assert!(
             j.starts_with(r#"{"ts":1.000000,"last_ts":2.500000,"proto":"tcp","src_ip":"10.0.0.1""#),
             "{j}"
         );
         assert!(j.contains(r#""sha256":null}"#), "{j}");
         assert!(j.contains(r#""sha256":null,"file":null}"#), "{j}");
+        assert!(
+            j.ends_with(r#""errors":["gap"],"community_id":null}"#),
+            "{j}"
+        );
         let v: serde_json::Value = serde_json::from_str(&j).unwrap();
         assert_eq!(v["errors"][0], "gap");
         assert_eq!(Proto(132).text(), "132");
@@ -662,9 +679,11 @@ mod tests {
                 errors: StreamErrors(next() as u16),
                 extra: Extra::default(),
             };
+            let cid = crate::community_id::of_record(&r, i as u16);
+            let cid = cid.as_ref().map(crate::community_id::CommunityId::as_str);
             let mut fast = Vec::new();
-            write_json(&r, &mut fast);
-            assert_eq!(String::from_utf8_lossy(&fast), r.to_json());
+            write_json(&r, cid, &mut fast);
+            assert_eq!(String::from_utf8_lossy(&fast), r.to_json(cid));
         }
     }
 }

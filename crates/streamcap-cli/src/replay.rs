@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use streamcap::source::{replay_with, Injector, ReplayError, ReplayOptions};
+use streamcap::source::{replay_with, Injector, LiveErrorKind, ReplayError, ReplayOptions};
 use streamcap::FileSource;
 
 /// Examples shown after the subcommand's help.
@@ -18,7 +18,8 @@ Examples:
 
 Only Ethernet frames are sent; others, and frames longer than the interface's
 MTU allows, are skipped and counted. Needs root or CAP_NET_RAW.
-Exit status: 0 ok, 1 input or send error, 2 usage error.";
+Exit status: 0 ok, 1 input or send error, 2 usage error (a bad option, an
+interface that does not exist).";
 
 /// Arguments of `streamcap replay`.
 #[derive(clap::Args, Debug)]
@@ -68,7 +69,11 @@ pub fn run(args: ReplayArgs) -> ExitCode {
         Ok(i) => i,
         Err(e) => {
             eprintln!("streamcap: {e}");
-            return ExitCode::from(1);
+            // An interface that does not exist is a usage error.
+            return ExitCode::from(match e.kind() {
+                LiveErrorKind::NoSuchInterface => 2,
+                _ => 1,
+            });
         }
     };
     let opts = ReplayOptions {
@@ -76,7 +81,8 @@ pub fn run(args: ReplayArgs) -> ExitCode {
         max_frames: args.count,
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let _signals = match crate::run::stop_on_signals(&stop, None) {
+    let stopper = crate::signals::Stopper::new(stop.clone());
+    let _signals = match crate::signals::install(&stopper, None) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("streamcap: {e}");
@@ -124,7 +130,7 @@ mod tests {
     }
 
     #[test]
-    fn missing_file_and_interface_exit_1() {
+    fn missing_file_exits_1_and_missing_interface_2() {
         let args = ReplayArgs {
             read: PathBuf::from("/nonexistent/trace.pcap"),
             interface: "lo".into(),
@@ -139,6 +145,6 @@ mod tests {
             pps: Some(10.0),
             count: Some(1),
         };
-        assert_eq!(run(args), ExitCode::from(1));
+        assert_eq!(run(args), ExitCode::from(2));
     }
 }

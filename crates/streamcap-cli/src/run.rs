@@ -3,14 +3,18 @@
 //! the summary.
 
 use crate::handler::{CliHandler, Failure, SharedFailure};
+use crate::limits;
 use crate::output::{Format, FramingWriter, RecordFormat};
+use crate::paths::{self, DirMode, OutDir};
+use crate::pump::{self, Pump};
+use crate::signals::{self, Stopper};
 use crate::sink::{BatchSink, RecordSink, SharedOutput};
 use crate::{Common, DeliveryArg, ModeArg, PolicyArg};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use streamcap::capture::{Progress, RunHooks, Verdict};
@@ -143,7 +147,7 @@ pub(crate) fn capture(c: &Common, digest: bool, streams: bool) -> Result<Capture
 }
 
 /// Compiles the filter expression for one worker.
-fn filter(expr: &str) -> Result<Filter, String> {
+pub(crate) fn filter(expr: &str) -> Result<Filter, String> {
     Filter::new(expr).map_err(filter_message)
 }
 
@@ -162,10 +166,13 @@ fn filter_message(e: FilterError) -> String {
 
 /// How `streams.jsonl` (with `-w DIR`) is written: JSON lines with the
 /// file names.
-const JSONL: RecordFormat = RecordFormat {
-    format: Format::Json,
-    files: true,
-};
+fn jsonl(community_seed: u16) -> RecordFormat {
+    RecordFormat {
+        format: Format::Json,
+        files: true,
+        community_seed,
+    }
+}
 
 /// The outputs of a run: the record output and, with `-w DIR`, the
 /// directory and its `streams.jsonl`; shared by the workers.
@@ -181,7 +188,10 @@ pub(crate) struct Outputs {
 }
 
 impl Outputs {
-    pub(crate) fn open(c: &Common, dir: Option<PathBuf>) -> Result<Outputs, String> {
+    pub(crate) fn open(c: &Common, dir: Option<OutDir>) -> Result<Outputs, String> {
+        if let Some(d) = &dir {
+            paths::clear_ours(d)?;
+        }
         let raw = open_output(c.output.as_deref()).map_err(|e| {
             let p = c.output.as_deref().unwrap_or(Path::new("-"));
             format!("{}: cannot create: {e}", p.display())
@@ -194,21 +204,31 @@ impl Outputs {
         let format = RecordFormat {
             format: c.format,
             files,
+            community_seed: c.community_id_seed,
         };
         let out = SharedOutput::spawn("records", raw, format)
             .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
         let framing = FramingWriter::new(Box::new(BatchSink::new(out.clone())), format);
         let dir = match dir {
-            Some(d) => {
+            Some(OutDir { path: d, mode }) => {
                 std::fs::create_dir_all(&d)
                     .map_err(|e| format!("{}: cannot create the directory: {e}", d.display()))?;
-                let jl = d.join("streams.jsonl");
-                let f = std::fs::File::create(&jl)
+                let jl = d.join(paths::JSONL_NAME);
+                let mut open = std::fs::OpenOptions::new();
+                if mode == DirMode::Append {
+                    open.append(true).create(true);
+                } else {
+                    open.write(true).create(true).truncate(true);
+                }
+                let f = open
+                    .open(&jl)
                     .map_err(|e| format!("{}: cannot create: {e}", jl.display()))?;
-                let shared = SharedOutput::spawn("streams", Box::new(io::BufWriter::new(f)), JSONL)
-                    .map_err(|e| {
-                        format!("cannot start the writer thread of {}: {e}", jl.display())
-                    })?;
+                let shared = SharedOutput::spawn(
+                    "streams",
+                    Box::new(io::BufWriter::new(f)),
+                    jsonl(c.community_id_seed),
+                )
+                .map_err(|e| format!("cannot start the writer thread of {}: {e}", jl.display()))?;
                 Some((d, shared))
             }
             None => None,
@@ -243,7 +263,7 @@ impl Outputs {
         let dir = self
             .dir
             .as_ref()
-            .map(|(d, shared)| (d.clone(), sink(shared, JSONL)));
+            .map(|(d, shared)| (d.clone(), sink(shared, jsonl(self.format.community_seed))));
         CliHandler::new(
             sink(&self.out, self.format),
             self.out_name.clone(),
@@ -331,7 +351,7 @@ pub(crate) struct Outcome {
 }
 
 /// Runs `flows` (`streams` = false) or `streams` with the given options.
-pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> ExitCode {
+pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitCode {
     if c.workers == 0 || c.workers > MAX_WORKERS {
         return usage(format!(
             "--workers {}: expected 1 to {MAX_WORKERS}",
@@ -344,12 +364,31 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         }
     }
     if let Some(t) = c.duration {
-        if !t.is_finite() || t < 0.0 {
-            return usage(format!("--duration {t}: expected a number of seconds >= 0"));
+        if Duration::try_from_secs_f64(t).is_err() {
+            return usage(format!(
+                "--duration {t}: expected a number of seconds >= 0 (and below 10^19)"
+            ));
         }
     }
     if c.chunk == Some(0) {
         return usage("--chunk 0: the chunk size must be at least 1 byte");
+    }
+    let ring = c.interface.is_some().then(|| {
+        let default = streamcap::source::RingConfig::default().total_size() as u64;
+        (c.ring_size.unwrap_or(default), c.ring_size.is_some())
+    });
+    let sizes = limits::Sizes {
+        memory: c.memory,
+        chunk: c.chunk,
+        ring,
+        workers: u64::from(c.workers),
+    };
+    if let Err(e) = limits::check(&sizes, streamcap::source::physical_memory()) {
+        return usage(e);
+    }
+    // Before anything is opened for writing.
+    if let Err(e) = paths::check(c.read.as_deref(), c.output.as_deref(), dir.as_ref()) {
+        return usage(e);
     }
     let Some(read) = c.read.clone() else {
         return crate::live::run(c, digest, dir, streams);
@@ -396,14 +435,6 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         Ok(o) => o,
         Err(e) => return usage(e),
     };
-    // Opened once: standard input (`-r -`) and pipes cannot be read twice.
-    let file = match FileSource::open(&read) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("streamcap: {e}");
-            return ExitCode::from(1);
-        }
-    };
     let failure: SharedFailure = Arc::new(Failure::default());
     let par = Parallel {
         workers: c.workers as usize,
@@ -411,10 +442,49 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
         pin: c.pin.clone().map(|p| p.0).unwrap_or_default(),
         ..Parallel::default()
     };
-    let _signals = match stop_on_signals(&par.stop, c.duration) {
+    // A pipe is read through a pump, so that a stop ends a wait for input.
+    // A stop then only closes the pump's pipe: the worker processes what
+    // it has received and ends at the pipe's end, as at the end of a file
+    // (setting the workers' flag too would make it drop what is buffered).
+    let piped = pump::needed(&read);
+    let stopper = Stopper::new(if piped {
+        Arc::new(AtomicBool::new(false))
+    } else {
+        par.stop.clone()
+    });
+    let _signals = match signals::install(&stopper, c.duration) {
         Ok(s) => s,
         Err(e) => return usage(e),
     };
+    let mut pump = if piped {
+        match Pump::start(&read, &stopper) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("streamcap: {}: cannot start reading: {e}", read.display());
+                return ExitCode::from(1);
+            }
+        }
+    } else {
+        None
+    };
+    let pipe = pump.as_ref().map(|p| p.path().display().to_string());
+    let named = |e: &dyn std::fmt::Display| input_message(e, pipe.as_deref(), &read);
+    // Opened once: standard input (`-r -`) and pipes cannot be read twice.
+    let opened = FileSource::open(pump.as_ref().map_or(read.as_path(), |p| p.path()));
+    let file = match opened {
+        Ok(f) => f,
+        Err(_) if stopper.stopped() => {
+            eprintln!("streamcap: stopped before the capture's header arrived");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("streamcap: {}", named(&e));
+            return ExitCode::from(1);
+        }
+    };
+    if let Some(p) = pump.as_mut() {
+        p.opened();
+    }
     let size = std::fs::metadata(&read).map(|m| m.len()).unwrap_or(0);
     let bar = (!c.quiet && size > 50_000_000 && io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::with_draw_target(Some(size), ProgressDrawTarget::stderr());
@@ -433,7 +503,7 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
     let mut report = match report {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("streamcap: {e}");
+            eprintln!("streamcap: {}", named(&e));
             return ExitCode::from(1);
         }
     };
@@ -472,11 +542,25 @@ pub fn run(c: Common, digest: bool, dir: Option<PathBuf>, streams: bool) -> Exit
     if let Some(e) = filter_error {
         return usage(e);
     }
+    if let Some(e) = pump.as_ref().and_then(Pump::take_error) {
+        eprintln!("streamcap: {}: read error: {e}", read.display());
+        return ExitCode::from(1);
+    }
     if let Some(e) = report.error {
-        eprintln!("streamcap: {e}");
+        eprintln!("streamcap: {}", named(&e));
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// An input error's message, with the pump's pipe (`/dev/fd/N`) named as
+/// the user named the input.
+fn input_message(e: &dyn std::fmt::Display, pipe: Option<&str>, read: &Path) -> String {
+    let text = e.to_string();
+    match pipe {
+        Some(p) => text.replacen(p, &read.display().to_string(), 1),
+        None => text,
+    }
 }
 
 /// Finishes every worker's handler (hands over and flushes its records; the
@@ -513,36 +597,6 @@ pub(crate) fn output_failure(failure: &Failure) -> Option<ExitCode> {
 /// Whether `mode` is a kernel fan-out mode name.
 pub fn is_kernel_mode(mode: &str) -> bool {
     matches!(mode, "hash" | "lb" | "cpu" | "rollover" | "rnd" | "qm")
-}
-
-/// Sets `stop` on SIGINT, SIGTERM and after `duration` seconds; a second
-/// SIGINT/SIGTERM ends the process at once (exit 130). The returned guard
-/// keeps the handlers installed.
-pub fn stop_on_signals(
-    stop: &Arc<AtomicBool>,
-    duration: Option<f64>,
-) -> Result<Vec<signal_hook::SigId>, String> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut ids = Vec::new();
-    for sig in [SIGINT, SIGTERM] {
-        let e = |e: io::Error| format!("cannot install a signal handler: {e}");
-        // Registered first, so it sees the flag before the second handler sets it.
-        ids.push(
-            signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone()).map_err(e)?,
-        );
-        ids.push(signal_hook::flag::register(sig, stop.clone()).map_err(e)?);
-    }
-    if let Some(secs) = duration {
-        let stop = stop.clone();
-        std::thread::Builder::new()
-            .name("streamcap-duration".into())
-            .spawn(move || {
-                std::thread::sleep(Duration::from_secs_f64(secs));
-                stop.store(true, Ordering::Relaxed);
-            })
-            .map_err(|e| format!("cannot start the --duration timer: {e}"))?;
-    }
-    Ok(ids)
 }
 
 fn human(n: f64) -> String {
@@ -612,9 +666,9 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
     );
     let _ = writeln!(
         e,
-        "  memory       stream data peak {}B of the {}B budget, {} refusals (budget full)",
-        human(s.memory_peak as f64),
-        human(s.memory_limit as f64),
+        "  memory       stream data peak {} of the {} budget, {} refusals (budget full)",
+        crate::size::binary(s.memory_peak as u64),
+        crate::size::binary(s.memory_limit as u64),
         s.memory_refusals
     );
     let d = &s.defrag;

@@ -22,15 +22,20 @@
 //! a run of whole records of one worker); each worker's records keep their
 //! order; a flush returns once everything handed over before it is written
 //! and flushed, with the first write error if there was one; an error is
-//! reported to the worker no later than its next hand-over or flush.
+//! reported to the worker no later than its next hand-over or flush; on an
+//! abort (a second Ctrl-C, see [`crate::signals`]) the thread stops between
+//! two batches, after a flush, so the output ends with a whole record.
 
 use crate::output::RecordFormat;
 use crate::record::FlowRecord;
 use std::io::{self, Write};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use streamcap::handoff::send_soon;
+
+/// How often an idle writer thread checks for an abort (a second signal).
+const ABORT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Batches that may wait for the writer thread (about 2 MiB).
 pub const QUEUED_BATCHES: usize = 8;
@@ -131,15 +136,29 @@ impl SharedOutput {
         let spares: Spares<u8> = Arc::default();
         let record_spares: Spares<FlowRecord> = Arc::default();
         let (returned, returned_records) = (spares.clone(), record_spares.clone());
+        // Counted from before the thread starts, so an abort never misses it.
+        let running = crate::signals::writer_running();
         let thread = std::thread::Builder::new()
             .name(format!("streamcap-out-{name}"))
             .spawn(move || {
+                let _running = running;
                 let fail = |e: io::Error| {
                     let mut slot = first.lock().unwrap_or_else(PoisonError::into_inner);
                     slot.get_or_insert((e.kind(), e.to_string()));
                 };
                 let mut text = Vec::with_capacity(BATCH + 4096);
-                for job in queue {
+                loop {
+                    // An abort (second signal) ends the thread between two
+                    // batches, after a flush: the output ends with a whole
+                    // record.
+                    if crate::signals::aborting() {
+                        break;
+                    }
+                    let job = match queue.recv_timeout(ABORT_POLL) {
+                        Ok(job) => job,
+                        Err(RecvTimeoutError::Timeout) => continue,
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    };
                     match job {
                         Job::Write(bytes) => {
                             if stored(&first).is_ok() {
@@ -372,6 +391,7 @@ mod tests {
     const JSON: RecordFormat = RecordFormat {
         format: Format::Json,
         files: false,
+        community_seed: 0,
     };
 
     /// Records handed over by two workers, one leaving the formatting to the
@@ -384,6 +404,7 @@ mod tests {
         let csv = RecordFormat {
             format: Format::Csv,
             files: false,
+            community_seed: 0,
         };
         let shared =
             SharedOutput::spawn("recs", Box::new(Calls(calls.clone())), csv).expect("spawn");

@@ -69,9 +69,39 @@ pub fn parse_limit(s: &str) -> Result<Option<u64>, String> {
     }
 }
 
+/// `n` bytes in binary units, as the size options take them: `512 MiB`,
+/// `1.5 GiB`, `100 B` (at most one decimal, dropped when it is 0).
+pub fn binary(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut unit = 0;
+    let mut scaled = n as f64;
+    while scaled >= 1024.0 && unit + 1 < UNITS.len() {
+        scaled /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        return format!("{n} B");
+    }
+    let text = format!("{scaled:.1}");
+    let text = text.strip_suffix(".0").unwrap_or(&text);
+    format!("{text} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_units() {
+        assert_eq!(binary(0), "0 B");
+        assert_eq!(binary(1023), "1023 B");
+        assert_eq!(binary(1024), "1 KiB");
+        assert_eq!(binary(512 << 20), "512 MiB");
+        assert_eq!(binary(32 << 20), "32 MiB");
+        assert_eq!(binary(3 << 29), "1.5 GiB");
+        assert_eq!(binary(100 << 30), "100 GiB");
+        assert_eq!(binary(u64::MAX), "16384 PiB");
+    }
 
     #[test]
     fn plain_and_units() {

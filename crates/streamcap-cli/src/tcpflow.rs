@@ -27,6 +27,49 @@ pub fn with_count(base: &str, n: u32) -> String {
     }
 }
 
+/// Whether `name` is a file name [`flow_name`] and [`with_count`] can
+/// produce: `SRCIP.SRCPORT-DSTIP.DSTPORT`, then `--VLAN`, then `cN`.
+pub fn is_flow_name(name: &str) -> bool {
+    let Some((src, rest)) = name.split_once('-') else {
+        return false;
+    };
+    // The collision counter: `c` and digits after the last port or VLAN digit.
+    let rest = match rest.rfind('c') {
+        Some(at)
+            if at + 1 < rest.len()
+                && rest[at + 1..].bytes().all(|b| b.is_ascii_digit())
+                && rest[..at].ends_with(|c: char| c.is_ascii_digit()) =>
+        {
+            &rest[..at]
+        }
+        _ => rest,
+    };
+    let (dst, vlan) = match rest.split_once("--") {
+        Some((d, v)) => (d, Some(v)),
+        None => (rest, None),
+    };
+    let vlan_ok = vlan.is_none_or(|v| v.parse::<u16>().is_ok_and(|v| v > 0));
+    vlan_ok && is_endpoint(src) && is_endpoint(dst)
+}
+
+/// `ADDR.PORT` as [`flow_name`] writes it.
+fn is_endpoint(s: &str) -> bool {
+    let Some((a, port)) = s.rsplit_once('.') else {
+        return false;
+    };
+    if port.len() != 5 || port.parse::<u16>().is_err() {
+        return false;
+    }
+    if a.parse::<std::net::Ipv6Addr>().is_ok() {
+        return true;
+    }
+    let octets: Vec<&str> = a.split('.').collect();
+    octets.len() == 4
+        && octets
+            .iter()
+            .all(|o| o.len() == 3 && o.parse::<u8>().is_ok())
+}
+
 fn addr(ip: IpAddr) -> String {
     match ip {
         IpAddr::V4(v4) => {
@@ -59,6 +102,32 @@ mod tests {
         );
         assert_eq!(with_count("x", 0), "x");
         assert_eq!(with_count("x--3136", 1), "x--3136c1");
+    }
+
+    #[test]
+    fn flow_names_are_recognised() {
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "2a03:b0c0:3:d0::70:1001".parse().unwrap();
+        for name in [
+            flow_name(a, 1234, a, 80, None),
+            flow_name(a, 1234, a, 80, Some(3136)),
+            with_count(&flow_name(a, 1, a, 2, None), 12),
+            with_count(&flow_name(b, 443, b, 41776, Some(7)), 1),
+            flow_name(b, 443, b, 41776, None),
+        ] {
+            assert!(is_flow_name(&name), "{name}");
+        }
+        for name in [
+            "streams.jsonl",
+            "notes.txt",
+            "10.0.0.1.01234-10.0.0.2.00080",
+            "010.000.000.001.1234-010.000.000.002.00080",
+            "010.000.000.001.01234-010.000.000.002.00080--0",
+            "010.000.000.001.01234-010.000.000.002.00080c",
+            "010.000.000.001.01234-010.000.000.002.00080.bak",
+        ] {
+            assert!(!is_flow_name(name), "{name}");
+        }
     }
 
     #[test]

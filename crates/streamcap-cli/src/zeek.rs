@@ -3,8 +3,10 @@
 use crate::record::FlowRecord;
 use sha2::{Digest, Sha256};
 
-/// The `#fields` line's names.
-pub const FIELDS: [&str; 21] = [
+/// The `#fields` line's names: Zeek's conn.log (base/protocols/conn/main.zeek,
+/// `ip_proto` last, as Zeek 6 and later write it), then `community_id` as
+/// policy/protocols/conn/community-id-logging.zeek adds it.
+pub const FIELDS: [&str; 23] = [
     "ts",
     "uid",
     "id.orig_h",
@@ -26,10 +28,12 @@ pub const FIELDS: [&str; 21] = [
     "resp_pkts",
     "resp_ip_bytes",
     "tunnel_parents",
+    "ip_proto",
+    "community_id",
 ];
 
 /// The `#types` line's types.
-pub const TYPES: [&str; 21] = [
+pub const TYPES: [&str; 23] = [
     "time",
     "string",
     "addr",
@@ -51,6 +55,8 @@ pub const TYPES: [&str; 21] = [
     "count",
     "count",
     "set[string]",
+    "count",
+    "string",
 ];
 
 /// `YYYY-MM-DD-HH-MM-SS` (UTC) of Unix seconds, as Zeek's `#open` / `#close`.
@@ -267,8 +273,8 @@ pub fn conn_state(
     }
 }
 
-/// One conn.log line (with newline).
-pub fn line(r: &FlowRecord) -> String {
+/// One conn.log line (with newline); `community_id` is `-` when `None`.
+pub fn line(r: &FlowRecord, community_id: Option<&str>) -> String {
     let proto = match r.proto.0 {
         6 => "tcp",
         17 => "udp",
@@ -302,7 +308,7 @@ pub fn line(r: &FlowRecord) -> String {
     } else {
         r.extra.history.as_str()
     };
-    let f: [String; 21] = [
+    let f: [String; 23] = [
         r.ts.text(),
         uid(r),
         r.src_ip.to_string(),
@@ -324,6 +330,8 @@ pub fn line(r: &FlowRecord) -> String {
         r.resp.pkts.to_string(),
         r.resp.bytes.to_string(),
         "-".into(),
+        r.proto.0.to_string(),
+        community_id.unwrap_or("-").to_string(),
     ];
     let mut s = f.join("\t");
     s.push('\n');
@@ -399,8 +407,9 @@ mod tests {
         assert_eq!(a.len(), 18);
         assert!(a.starts_with('C'));
         assert!(a[1..].bytes().all(|b| b.is_ascii_alphanumeric()));
-        let l = line(&mk(1000, 1));
-        assert_eq!(l.trim_end().split('\t').count(), 21);
+        let l = line(&mk(1000, 1), Some("1:x="));
+        assert_eq!(l.trim_end().split('\t').count(), 23);
+        assert!(l.ends_with("\t-\t6\t1:x=\n"), "{l}");
         assert!(l.contains("\t-\t-\t-\tS0\t"), "{l}");
     }
 
@@ -418,7 +427,9 @@ mod tests {
         assert_eq!(lines[0], "#separator \\x09");
         assert_eq!(lines[1], "#set_separator\t,");
         assert_eq!(lines.len(), 8);
-        assert_eq!(lines[6].split('\t').count(), 22);
-        assert_eq!(lines[7].split('\t').count(), 22);
+        assert_eq!(lines[6].split('\t').count(), 24);
+        assert_eq!(lines[7].split('\t').count(), 24);
+        assert!(lines[6].ends_with("\ttunnel_parents\tip_proto\tcommunity_id"));
+        assert!(lines[7].ends_with("\tset[string]\tcount\tstring"));
     }
 }

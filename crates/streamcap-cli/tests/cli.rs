@@ -254,7 +254,7 @@ fn csv_format() {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
     assert_eq!(header[0], "ts");
-    assert_eq!(*header.last().unwrap_or(&""), "errors");
+    assert_eq!(*header.last().unwrap_or(&""), "community_id");
     let mut n = 0;
     for l in lines {
         assert_eq!(l.split(',').count(), header.len(), "{l}");
@@ -291,7 +291,8 @@ fn check_zeek_log(text: &str) -> usize {
         .expect("#types")
         .split('\t')
         .collect();
-    assert_eq!(fields.len(), 21);
+    assert_eq!(fields.len(), 23);
+    assert_eq!(fields[21..], ["ip_proto", "community_id"]);
     assert_eq!(types.len(), fields.len());
     let close = lines[lines.len() - 1]
         .strip_prefix("#close\t")
@@ -468,7 +469,7 @@ fn streams_directory() {
     );
     // stdout carries the same records.
     assert_eq!(json_lines(&o.stdout), recs);
-    // A second run into the same directory gets tcpflow's c1 names.
+    // A second run into the same directory (--append) gets tcpflow's c1 names.
     let o = run(&[
         "streams",
         "-q",
@@ -476,6 +477,7 @@ fn streams_directory() {
         f.to_str().unwrap_or_default(),
         "-w",
         dir.to_str().unwrap_or_default(),
+        "--append",
     ]);
     let recs = json_lines(&o.stdout);
     assert_eq!(
@@ -483,6 +485,37 @@ fn streams_directory() {
         "192.168.001.104.01673-063.245.209.011.00080c1"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn man_pages_and_defaults_in_help() {
+    let o = run(&["man"]);
+    assert_eq!(o.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(page.contains(".TH streamcap 1"), "{page}");
+    assert!(page.contains("flows") && page.contains("streams"), "{page}");
+    let o = run(&["man", "flows"]);
+    assert_eq!(o.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&o.stdout);
+    assert!(page.contains(".TH streamcap-flows 1"), "{page}");
+    for option in ["ring\\-size", "community\\-id\\-seed", "snaplen", "memory"] {
+        assert!(page.contains(option), "{option} missing:\n{page}");
+    }
+    assert_eq!(run(&["man", "nosuch"]).status.code(), Some(2));
+    // Not listed among the subcommands of the help.
+    let o = run(&["--help"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("man "));
+    let o = run(&["streams", "--help"]);
+    let h = String::from_utf8_lossy(&o.stdout);
+    let h = h.split_whitespace().collect::<Vec<_>>().join(" ");
+    for d in [
+        "[default: 16 KiB]",
+        "[default: 512 MiB]",
+        "[default: 32 MiB]",
+        "[default: 262144",
+    ] {
+        assert!(h.contains(d), "{d} missing:\n{h}");
+    }
 }
 
 #[test]

@@ -715,3 +715,31 @@ fn missing_interface_and_bad_config_are_reported() {
         assert_eq!(lo.link_type(), LinkType::ETHERNET);
     });
 }
+
+/// A ring larger than the machine's memory is refused before anything is
+/// allocated (or even looked up: the interface here does not exist, so no
+/// kernel ever tries to allocate it).
+#[test]
+fn rings_larger_than_physical_memory_are_refused() {
+    let Some(phys) = streamcap::source::physical_memory() else {
+        support::skip("the kernel does not report the physical memory");
+        return;
+    };
+    let huge = usize::try_from(phys.saturating_mul(2)).unwrap_or(usize::MAX);
+    let cfg = LiveConfig {
+        ring: RingConfig::with_total_size(huge),
+        ..LiveConfig::new("nonexistent0")
+    };
+    let err = AfPacket::open(&cfg).expect_err("refused");
+    assert_eq!(err.kind(), LiveErrorKind::InvalidConfig, "{err}");
+    assert!(err.to_string().contains("physical memory"), "{err}");
+    // Rings that fit one by one but not all together.
+    let half = usize::try_from(phys / 2 + (64 << 20)).unwrap_or(usize::MAX);
+    let cfg = LiveConfig {
+        ring: RingConfig::with_total_size(half),
+        ..LiveConfig::new("nonexistent0")
+    };
+    let err = streamcap::dispatch::live::open_live(&cfg, 2).expect_err("refused");
+    assert_eq!(err.kind(), LiveErrorKind::InvalidConfig, "{err}");
+    assert!(err.to_string().contains("2 rings"), "{err}");
+}

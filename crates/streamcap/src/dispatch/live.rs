@@ -18,7 +18,10 @@ use super::workers::{join_workers, pin_current_thread, Parallel, ParallelReport,
 use crate::capture::{Capture, RunHooks, Verdict};
 use crate::deliver::Handler;
 use crate::dispatch::Worker;
-use crate::source::{AfPacket, FanoutJoin, KernelFanout, KernelStats, LiveConfig, LiveError};
+use crate::source::{
+    physical_memory, AfPacket, FanoutJoin, KernelFanout, KernelStats, LiveConfig, LiveError,
+    LiveErrorKind,
+};
 use crate::stats::DefragMerge;
 use crate::time::Timestamp;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -139,8 +142,26 @@ impl Capture {
 /// [`default_group`]). Opening every socket before any worker starts means a
 /// permission or interface error comes before anything is captured, and the
 /// kernel splits the traffic between all of them from the first packet on.
+///
+/// The rings of all the sockets together must fit in the machine's
+/// physical memory ([`physical_memory`]); otherwise nothing is opened and
+/// the error is [`LiveErrorKind::InvalidConfig`].
 pub fn open_live(live: &LiveConfig, workers: usize) -> Result<Vec<AfPacket>, LiveError> {
     let n = workers.max(1);
+    if let Some(phys) = physical_memory() {
+        let rings = (live.ring.total_size() as u64).saturating_mul(n as u64);
+        if rings > phys {
+            return Err(LiveError::other(
+                &live.interface,
+                "ring configuration",
+                LiveErrorKind::InvalidConfig,
+                format!(
+                    "{n} rings of {} bytes ({rings} bytes) are more than the machine's physical memory ({phys} bytes)",
+                    live.ring.total_size()
+                ),
+            ));
+        }
+    }
     let mut cfg = live.clone();
     if cfg.fanout.is_none() {
         cfg.fanout = default_group(n);

@@ -19,6 +19,23 @@
 //! NICs do) are put back into the frame, as libpcap does, so the callback
 //! sees the frame as it was on the wire.
 //!
+//! The interface name [`ANY_INTERFACE`] (`any`) captures on every interface
+//! at once, as tcpdump's `-i any`: the socket is bound to no interface
+//! (index 0). The interfaces' link layers differ, so each packet is handed
+//! over "cooked", as libpcap does there: its link-layer header (up to the
+//! kernel's network offset) is replaced by a Linux cooked-capture header
+//! ([`LinkType::LINUX_SLL`], 16 bytes: packet type, hardware type, hardware
+//! address, protocol) built from the `sockaddr_ll` the kernel wrote beside
+//! it. The protocol is the Ethernet type of an Ethernet or loopback frame
+//! (so that a VLAN tag left in the frame, the inner one of QinQ, stays
+//! announced), else the kernel's protocol; a stripped tag goes back after
+//! the header's first 14 bytes, where libpcap puts it.
+//!
+//! On a loopback interface every packet passes the capture point twice: as
+//! sent (`PACKET_OUTGOING`) and as received. Like libpcap, the socket keeps
+//! only the received copy: a few instructions in front of the kernel filter
+//! drop outgoing packets of the loopback interface (on `lo`, and on `any`).
+//!
 //! Everything that talks to the kernel is in small `unsafe` functions at the
 //! bottom of this file; the block walker ([`walk_block`]) is safe code over a
 //! byte slice and bounds-checks every offset the kernel wrote.
@@ -38,6 +55,10 @@ use std::time::{Duration, Instant};
 // ---------------------------------------------------------------------------
 // Kernel ABI constants and layouts (<linux/if_packet.h>, <linux/if_ether.h>)
 // ---------------------------------------------------------------------------
+
+/// The interface name that captures on every interface (cooked, see the
+/// module documentation).
+pub const ANY_INTERFACE: &str = "any";
 
 /// `PACKET_ADD_MEMBERSHIP` socket option.
 const PACKET_ADD_MEMBERSHIP: c_int = 1;
@@ -100,6 +121,7 @@ mod pkt_hdr {
     pub const LEN: usize = 16;
     pub const STATUS: usize = 20;
     pub const MAC: usize = 24;
+    pub const NET: usize = 26;
     pub const VLAN_TCI: usize = 32;
     pub const VLAN_TPID: usize = 36;
 }
@@ -124,6 +146,23 @@ pub const MAX_SNAPLEN: u32 = 262_144;
 pub const MAX_FILTER_INSNS: usize = 4096;
 /// `BPF_RET | BPF_K`.
 const BPF_RET_K: u16 = 0x06;
+/// `BPF_LD | BPF_W | BPF_ABS`: load a 32-bit word (here: ancillary data).
+const BPF_LD_W_ABS: u16 = 0x20;
+/// `BPF_LD | BPF_IMM`: load a constant.
+const BPF_LD_IMM: u16 = 0x00;
+/// `BPF_JMP | BPF_JEQ | BPF_K`.
+const BPF_JEQ_K: u16 = 0x15;
+/// `SKF_AD_OFF + SKF_AD_PKTTYPE`: the packet type (`PACKET_OUTGOING`, ...).
+const SKF_AD_PKTTYPE: u32 = 0xffff_f000 + 4;
+/// `SKF_AD_OFF + SKF_AD_IFINDEX`: the index of the packet's interface.
+const SKF_AD_IFINDEX: u32 = 0xffff_f000 + 8;
+/// `PACKET_OUTGOING`: a packet this host sent.
+const PACKET_OUTGOING: u32 = 4;
+/// The Linux cooked-capture header (`DLT_LINUX_SLL`).
+const SLL_HDR_LEN: usize = 16;
+/// Where the `sockaddr_ll` is in a packet's ring slot:
+/// `TPACKET_ALIGN(sizeof(struct tpacket3_hdr))`.
+const SOCKADDR_LL_AT: usize = 48;
 
 /// `struct tpacket_req3`.
 #[repr(C)]
@@ -624,13 +663,36 @@ impl AfPacket {
                 reason,
             )
         })?;
-        let filter = match &cfg.filter {
+        if let Some(phys) = physical_memory() {
+            if cfg.ring.total_size() as u64 > phys {
+                return Err(LiveError::other(
+                    name,
+                    "ring configuration",
+                    LiveErrorKind::InvalidConfig,
+                    format!(
+                        "a ring of {} bytes is larger than the machine's physical memory ({phys} bytes)",
+                        cfg.ring.total_size()
+                    ),
+                ));
+            }
+        }
+        let any = name == ANY_INTERFACE;
+        let ifindex = if any { 0 } else { interface_index(name)? };
+        // Loopback packets are seen twice (sent, received): keep one copy.
+        let loopback = interface_index("lo")
+            .ok()
+            .filter(|&lo| any || lo == ifindex);
+        let mut filter = match &cfg.filter {
             Some(f) => Some(f.clone()),
             None if cfg.snaplen < MAX_SNAPLEN => {
                 Some(vec![Insn::new(BPF_RET_K, 0, 0, cfg.snaplen)])
             }
             None => None,
         };
+        if let Some(lo) = loopback {
+            let program = filter.unwrap_or_else(|| vec![Insn::new(BPF_RET_K, 0, 0, u32::MAX)]);
+            filter = Some(drop_loopback_outgoing(lo, &program));
+        }
         if let Some(f) = &filter {
             if f.is_empty() || f.len() > MAX_FILTER_INSNS {
                 return Err(LiveError::other(
@@ -644,7 +706,6 @@ impl AfPacket {
                 ));
             }
         }
-        let ifindex = interface_index(name)?;
         let fd = packet_socket(name, 0)?;
         set_option(&fd, libc::SOL_PACKET, PACKET_VERSION, &TPACKET_V3)
             .map_err(|e| LiveError::os(name, "setting TPACKET_V3", e))?;
@@ -679,7 +740,11 @@ impl AfPacket {
                 .map_err(|e| LiveError::os(name, "attaching the BPF filter", e))?;
         }
         bind_packet_socket(&fd, ifindex, ETH_P_ALL).map_err(|e| LiveError::os(name, "bind", e))?;
-        let link = socket_link_type(&fd, name)?;
+        let link = if any {
+            LinkType::LINUX_SLL
+        } else {
+            socket_link_type(&fd, name)?
+        };
         if let Some(join) = &cfg.fanout {
             let value = join.option_value() as c_int;
             set_option(&fd, libc::SOL_PACKET, PACKET_FANOUT, &value).map_err(|e| {
@@ -693,7 +758,9 @@ impl AfPacket {
                 )
             })?;
         }
-        if cfg.promiscuous {
+        // Promiscuous mode is a property of one interface; `any` has none
+        // (libpcap does not set it there either).
+        if cfg.promiscuous && !any {
             let mreq = PacketMreq {
                 mr_ifindex: ifindex as c_int,
                 mr_type: PACKET_MR_PROMISC,
@@ -724,7 +791,7 @@ impl AfPacket {
 
     /// The link type of the captured frames: [`LinkType::ETHERNET`] (Ethernet
     /// and Linux loopback interfaces; other hardware types are refused by
-    /// [`AfPacket::open`]).
+    /// [`AfPacket::open`]), or [`LinkType::LINUX_SLL`] on [`ANY_INTERFACE`].
     pub fn link_type(&self) -> LinkType {
         self.link
     }
@@ -822,6 +889,26 @@ impl AfPacket {
     }
 }
 
+/// `program` behind a prefix that drops the packets the loopback interface
+/// (index `lo`) sends: each is also seen as received, and libpcap keeps that
+/// copy only. The prefix loads ancillary data (packet type, interface
+/// index), so it resets the accumulator before `program` starts, as a fresh
+/// program expects.
+fn drop_loopback_outgoing(lo: u32, program: &[Insn]) -> Vec<Insn> {
+    let mut p = vec![
+        Insn::new(BPF_LD_W_ABS, 0, 0, SKF_AD_PKTTYPE),
+        // Outgoing: check the interface; else on to the program.
+        Insn::new(BPF_JEQ_K, 0, 3, PACKET_OUTGOING),
+        Insn::new(BPF_LD_W_ABS, 0, 0, SKF_AD_IFINDEX),
+        // The loopback interface: drop; else on to the program.
+        Insn::new(BPF_JEQ_K, 0, 1, lo),
+        Insn::new(BPF_RET_K, 0, 0, 0),
+        Insn::new(BPF_LD_IMM, 0, 0, 0),
+    ];
+    p.extend_from_slice(program);
+    p
+}
+
 /// Milliseconds to give poll(2) for `wait` (rounded up so a sub-millisecond
 /// remainder still waits), -1 for "no limit", `None` when the time is up.
 fn poll_timeout_ms(wait: Option<Duration>) -> Option<c_int> {
@@ -875,6 +962,7 @@ struct PacketHeader {
     len: u32,
     status: u32,
     mac: usize,
+    net: usize,
     vlan_tci: u32,
     vlan_tpid: u16,
 }
@@ -891,6 +979,7 @@ impl PacketHeader {
             len: read_u32(h, pkt_hdr::LEN)?,
             status: read_u32(h, pkt_hdr::STATUS)?,
             mac: usize::from(read_u16(h, pkt_hdr::MAC)?),
+            net: usize::from(read_u16(h, pkt_hdr::NET)?),
             vlan_tci: read_u32(h, pkt_hdr::VLAN_TCI)?,
             vlan_tpid: read_u16(h, pkt_hdr::VLAN_TPID)?,
         })
@@ -959,7 +1048,44 @@ fn walk_block(
         let mut orig_len = h.len;
         let mut range = start..end;
         let mut in_scratch = false;
-        if let Some((tpid, tci)) = h.stripped_vlan().filter(|_| h.snaplen >= MAC_ADDRS_LEN) {
+        if ctx.link == LinkType::LINUX_SLL {
+            // A cooked packet: its link-layer header is replaced by the
+            // cooked header (see the module documentation).
+            let Some(sll) = block
+                .get(at + SOCKADDR_LL_AT..at + SOCKADDR_LL_AT + SOCKADDR_LL_SIZE)
+                .and_then(|b| <[u8; SOCKADDR_LL_SIZE]>::try_from(b).ok())
+            else {
+                walk.corrupt = true;
+                break;
+            };
+            // The link-layer header's length, at most what was captured.
+            let link_len = h.net.saturating_sub(h.mac).min(h.snaplen);
+            let hatype = u16::from_ne_bytes([sll[8], sll[9]]);
+            let ethernet = matches!(hatype, ARPHRD_ETHER | ARPHRD_LOOPBACK);
+            let protocol = if ethernet && link_len >= 14 {
+                [block[start + link_len - 2], block[start + link_len - 1]]
+            } else {
+                [sll[2], sll[3]]
+            };
+            let mut head = [0u8; SLL_HDR_LEN + VLAN_TAG_LEN];
+            let len = cooked_header(&sll, protocol, h.stripped_vlan(), &mut head);
+            let net = start + link_len;
+            orig_len = orig_len
+                .saturating_sub(link_len as u32)
+                .saturating_add(len as u32);
+            if net >= at + TPACKET3_HDRLEN + len {
+                // The link header and the headroom after the sockaddr_ll
+                // hold it.
+                let new_start = net - len;
+                block[new_start..net].copy_from_slice(&head[..len]);
+                range = new_start..end;
+            } else {
+                scratch.clear();
+                scratch.extend_from_slice(&head[..len]);
+                scratch.extend_from_slice(&block[net..end]);
+                in_scratch = true;
+            }
+        } else if let Some((tpid, tci)) = h.stripped_vlan().filter(|_| h.snaplen >= MAC_ADDRS_LEN) {
             orig_len = orig_len.saturating_add(VLAN_TAG_LEN as u32);
             let mut tag = [0u8; VLAN_TAG_LEN];
             tag[..2].copy_from_slice(&tpid.to_be_bytes());
@@ -1001,6 +1127,38 @@ fn walk_block(
         }
     }
     walk
+}
+
+/// Writes into `head` the Linux cooked-capture header of a packet whose
+/// `sockaddr_ll` is `sll` (packet type, hardware type, address length, 8
+/// address bytes, as libpcap writes them) and whose protocol is `protocol`
+/// (network order), with `vlan` (TPID, TCI) inserted before the protocol;
+/// returns its length (16, or 20 with a tag).
+fn cooked_header(
+    sll: &[u8; SOCKADDR_LL_SIZE],
+    protocol: [u8; 2],
+    vlan: Option<(u16, u16)>,
+    head: &mut [u8; SLL_HDR_LEN + VLAN_TAG_LEN],
+) -> usize {
+    // sockaddr_ll: family(2) protocol(2, network order) ifindex(4)
+    // hatype(2) pkttype(1) halen(1) addr(8).
+    let hatype = u16::from_ne_bytes([sll[8], sll[9]]);
+    head[0..2].copy_from_slice(&u16::from(sll[10]).to_be_bytes());
+    head[2..4].copy_from_slice(&hatype.to_be_bytes());
+    head[4..6].copy_from_slice(&u16::from(sll[11]).to_be_bytes());
+    head[6..14].copy_from_slice(&sll[12..20]);
+    match vlan {
+        Some((tpid, tci)) => {
+            head[14..16].copy_from_slice(&tpid.to_be_bytes());
+            head[16..18].copy_from_slice(&tci.to_be_bytes());
+            head[18..20].copy_from_slice(&protocol);
+            SLL_HDR_LEN + VLAN_TAG_LEN
+        }
+        None => {
+            head[14..16].copy_from_slice(&protocol);
+            SLL_HDR_LEN
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1119,6 +1277,26 @@ pub fn page_size() -> usize {
     // SAFETY: sysconf only reads a system constant.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
+}
+
+/// The machine's physical memory in bytes (`sysinfo(2)`: total RAM), or
+/// `None` when the kernel does not say. Rings larger than this are refused
+/// ([`AfPacket::open`], [`crate::dispatch::live::open_live`]): the kernel
+/// would try to allocate them, and pinned ring memory cannot be swapped.
+pub fn physical_memory() -> Option<u64> {
+    let mut info = std::mem::MaybeUninit::<libc::sysinfo>::zeroed();
+    // SAFETY: `info` is a zeroed `struct sysinfo` we own, which sysinfo(2)
+    // fills; every bit pattern (zero included) is a valid value of its
+    // integer fields, so reading it after the call is sound either way.
+    let (rc, info) = unsafe { (libc::sysinfo(info.as_mut_ptr()), info.assume_init()) };
+    if rc != 0 {
+        return None;
+    }
+    // `totalram` is a C `unsigned long`: 32 bits on 32-bit targets.
+    #[allow(clippy::useless_conversion)]
+    let ram = u64::from(info.totalram);
+    let total = ram.checked_mul(u64::from(info.mem_unit.max(1)))?;
+    (total > 0).then_some(total)
 }
 
 /// The index of the interface called `name`, with a clear error when it
@@ -1347,253 +1525,5 @@ fn poll_readable(fd: &impl AsRawFd, timeout_ms: c_int) -> io::Result<PollOutcome
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A block of `size` bytes holding `packets` (frame bytes, status, TCI,
-    /// TPID), laid out like the kernel does with PACKET_RESERVE = 4.
-    fn block(size: usize, packets: &[(&[u8], u32, u32, u16)]) -> Vec<u8> {
-        let mut b = vec![0u8; size];
-        let mac = 86; // TPACKET_ALIGN(68 + 16) + 4 - 14, as the kernel computes it
-        let mut at = block_desc::SIZE;
-        b[block_desc::BLOCK_STATUS..][..4].copy_from_slice(&TP_STATUS_USER.to_ne_bytes());
-        b[block_desc::NUM_PKTS..][..4].copy_from_slice(&(packets.len() as u32).to_ne_bytes());
-        b[block_desc::OFFSET_TO_FIRST_PKT..][..4].copy_from_slice(&(at as u32).to_ne_bytes());
-        for (i, (frame, status, tci, tpid)) in packets.iter().enumerate() {
-            let next = (mac + frame.len()).next_multiple_of(16);
-            let put32 = |b: &mut Vec<u8>, off: usize, v: u32| {
-                b[at + off..][..4].copy_from_slice(&v.to_ne_bytes())
-            };
-            let last = i + 1 == packets.len();
-            put32(
-                &mut b,
-                pkt_hdr::NEXT_OFFSET,
-                if last { 0 } else { next as u32 },
-            );
-            put32(&mut b, pkt_hdr::SEC, 1_700_000_000 + i as u32);
-            put32(&mut b, pkt_hdr::NSEC, 5);
-            put32(&mut b, pkt_hdr::SNAPLEN, frame.len() as u32);
-            put32(&mut b, pkt_hdr::LEN, frame.len() as u32);
-            put32(&mut b, pkt_hdr::STATUS, *status);
-            b[at + pkt_hdr::MAC..][..2].copy_from_slice(&(mac as u16).to_ne_bytes());
-            put32(&mut b, pkt_hdr::VLAN_TCI, *tci);
-            b[at + pkt_hdr::VLAN_TPID..][..2].copy_from_slice(&tpid.to_ne_bytes());
-            b[at + mac..][..frame.len()].copy_from_slice(frame);
-            at += next;
-        }
-        b
-    }
-
-    fn collect(block: &mut [u8], snaplen: u32) -> (Walk, Vec<(Vec<u8>, u32, u64)>) {
-        let ctx = WalkContext {
-            link: LinkType::ETHERNET,
-            snaplen,
-            first_record: 7,
-        };
-        let mut seen = Vec::new();
-        let mut scratch = Vec::new();
-        let walk = walk_block(block, &ctx, &mut scratch, &mut |p| {
-            seen.push((p.data.to_vec(), p.orig_len, p.record))
-        });
-        (walk, seen)
-    }
-
-    fn frame(n: usize) -> Vec<u8> {
-        (0..n).map(|i| i as u8).collect()
-    }
-
-    #[test]
-    fn walks_packets_in_order() {
-        let (a, b) = (frame(60), frame(100));
-        let mut blk = block(4096, &[(&a, 0, 0, 0), (&b, 0, 0, 0)]);
-        let (walk, seen) = collect(&mut blk, MAX_SNAPLEN);
-        assert_eq!(
-            walk,
-            Walk {
-                packets: 2,
-                corrupt: false
-            }
-        );
-        assert_eq!(seen, vec![(a, 60, 7), (b, 100, 8)]);
-    }
-
-    #[test]
-    fn reinserts_stripped_vlan_tags() {
-        let a = frame(60);
-        let status = TP_STATUS_VLAN_VALID | TP_STATUS_VLAN_TPID_VALID;
-        let mut blk = block(
-            4096,
-            &[
-                (&a, status, 0x2064, 0x88a8),
-                (&a, TP_STATUS_VLAN_VALID, 5, 0),
-            ],
-        );
-        let (walk, seen) = collect(&mut blk, MAX_SNAPLEN);
-        assert_eq!(walk.packets, 2);
-        let mut want = a[..12].to_vec();
-        want.extend_from_slice(&[0x88, 0xa8, 0x20, 0x64]);
-        want.extend_from_slice(&a[12..]);
-        assert_eq!(seen[0], (want.clone(), 64, 7));
-        want[12..16].copy_from_slice(&[0x81, 0x00, 0x00, 0x05]);
-        assert_eq!(seen[1], (want, 64, 8));
-        // The snapshot length still bounds the captured bytes.
-        let mut blk = block(4096, &[(&a, status, 1, 0x8100)]);
-        let (_, seen) = collect(&mut blk, 60);
-        assert_eq!((seen[0].0.len(), seen[0].1), (60, 64));
-    }
-
-    #[test]
-    fn vlan_without_headroom_goes_through_scratch() {
-        let a = frame(60);
-        let mut blk = block(4096, &[(&a, TP_STATUS_VLAN_VALID, 9, 0)]);
-        // Move the frame right after the sockaddr_ll: no headroom left.
-        let at = block_desc::SIZE;
-        blk.copy_within(at + 86..at + 86 + 60, at + TPACKET3_HDRLEN);
-        blk[at + pkt_hdr::MAC..][..2].copy_from_slice(&(TPACKET3_HDRLEN as u16).to_ne_bytes());
-        let (walk, seen) = collect(&mut blk, MAX_SNAPLEN);
-        assert_eq!(walk.packets, 1);
-        assert_eq!(&seen[0].0[12..16], &[0x81, 0x00, 0x00, 0x09]);
-        assert_eq!(&seen[0].0[16..], &a[12..]);
-    }
-
-    #[test]
-    fn corrupt_headers_end_the_block() {
-        let a = frame(60);
-        // Snap length reaching past the end of the block.
-        let mut blk = block(4096, &[(&a, 0, 0, 0), (&a, 0, 0, 0)]);
-        let second = block_desc::SIZE + (86usize + 60).next_multiple_of(16);
-        blk[second + pkt_hdr::SNAPLEN..][..4].copy_from_slice(&100_000u32.to_ne_bytes());
-        let (walk, seen) = collect(&mut blk, MAX_SNAPLEN);
-        assert_eq!(
-            walk,
-            Walk {
-                packets: 1,
-                corrupt: true
-            }
-        );
-        assert_eq!(seen.len(), 1);
-        // More packets claimed than there are: a zero next offset stops it.
-        let mut blk = block(4096, &[(&a, 0, 0, 0)]);
-        blk[block_desc::NUM_PKTS..][..4].copy_from_slice(&3u32.to_ne_bytes());
-        assert_eq!(
-            collect(&mut blk, MAX_SNAPLEN).0,
-            Walk {
-                packets: 1,
-                corrupt: true
-            }
-        );
-        // First packet offset outside the block, or inside the descriptor.
-        for first in [u32::MAX, 4090, 8] {
-            let mut blk = block(4096, &[(&a, 0, 0, 0)]);
-            blk[block_desc::OFFSET_TO_FIRST_PKT..][..4].copy_from_slice(&first.to_ne_bytes());
-            assert_eq!(
-                collect(&mut blk, MAX_SNAPLEN).0,
-                Walk {
-                    packets: 0,
-                    corrupt: true
-                }
-            );
-        }
-        // A next offset pointing past the end.
-        let mut blk = block(4096, &[(&a, 0, 0, 0), (&a, 0, 0, 0)]);
-        blk[block_desc::SIZE..][..4].copy_from_slice(&u32::MAX.to_ne_bytes());
-        assert_eq!(
-            collect(&mut blk, MAX_SNAPLEN).0,
-            Walk {
-                packets: 1,
-                corrupt: true
-            }
-        );
-        // A block too short to hold its descriptor.
-        assert_eq!(
-            collect(&mut [0u8; 10], MAX_SNAPLEN).0,
-            Walk {
-                packets: 0,
-                corrupt: true
-            }
-        );
-    }
-
-    #[test]
-    fn ring_geometry_is_validated() {
-        let page = 4096;
-        assert!(RingConfig::default().validate(page).is_ok());
-        assert_eq!(RingConfig::default().total_size(), 32 << 20);
-        let r = RingConfig::with_total_size(100 << 20);
-        assert_eq!((r.block_size, r.block_count), (1 << 20, 100));
-        assert!(r.validate(page).is_ok());
-        let r = RingConfig::with_total_size(1000);
-        assert_eq!((r.block_size, r.block_count), (1 << 16, 1));
-        assert!(r.validate(page).is_ok());
-        let bad = |f: fn(&mut RingConfig)| {
-            let mut r = RingConfig::default();
-            f(&mut r);
-            r.validate(page).unwrap_err()
-        };
-        assert!(
-            bad(|r| r.block_size = 5000).contains("page size"),
-            "{}",
-            bad(|r| r.block_size = 5000)
-        );
-        assert!(bad(|r| r.frame_size = 2050).contains("multiple of 16"));
-        assert!(bad(|r| r.frame_size = 32).contains("at least"));
-        assert!(bad(|r| {
-            r.block_size = 4096;
-            r.frame_size = 8192
-        })
-        .contains("larger than block_size"));
-        assert!(bad(|r| r.block_count = 0).contains("block_count"));
-        assert!(bad(|r| r.block_count = usize::MAX / 2).contains("32-bit"));
-    }
-
-    #[test]
-    fn fanout_modes_and_option_value() {
-        for m in KernelFanout::ALL {
-            assert_eq!(KernelFanout::parse(m.name()), Some(m));
-            assert_eq!(m.name().parse::<KernelFanout>(), Ok(m));
-            assert_eq!(m.keeps_flow_affinity(), m == KernelFanout::Hash);
-        }
-        assert_eq!(KernelFanout::parse("HASH"), Some(KernelFanout::Hash));
-        assert!("spray"
-            .parse::<KernelFanout>()
-            .unwrap_err()
-            .contains("hash, lb"));
-        let j = FanoutJoin {
-            group: 0x1234,
-            mode: KernelFanout::Lb,
-            defrag: true,
-            rollover: true,
-        };
-        assert_eq!(j.option_value(), 0x1234 | ((1 | 0x8000 | 0x1000) << 16));
-    }
-
-    #[test]
-    fn poll_timeouts_round_up() {
-        assert_eq!(poll_timeout_ms(None), Some(-1));
-        assert_eq!(poll_timeout_ms(Some(Duration::ZERO)), None);
-        assert_eq!(poll_timeout_ms(Some(Duration::from_micros(1))), Some(1));
-        assert_eq!(poll_timeout_ms(Some(Duration::from_millis(250))), Some(250));
-        assert_eq!(
-            poll_timeout_ms(Some(Duration::from_secs(u64::MAX))),
-            Some(c_int::MAX)
-        );
-    }
-
-    #[test]
-    fn errors_name_interface_and_cause() {
-        let e = LiveError::os("eth9", "bind", io::Error::from_raw_os_error(libc::EPERM));
-        assert_eq!(e.kind(), LiveErrorKind::PermissionDenied);
-        let s = e.to_string();
-        assert!(s.starts_with("eth9: bind failed: "), "{s}");
-        assert!(s.contains("CAP_NET_RAW"), "{s}");
-        let e = LiveError::os("eth9", "bind", io::Error::from_raw_os_error(libc::ENODEV));
-        assert_eq!(e.kind(), LiveErrorKind::NoSuchInterface);
-        assert_eq!(e.raw_os_error(), Some(libc::ENODEV));
-        let e = interface_index("a-name-much-too-long-for-linux").unwrap_err();
-        assert_eq!(e.kind(), LiveErrorKind::NoSuchInterface);
-        assert_eq!(
-            interface_index("a\0b").unwrap_err().kind(),
-            LiveErrorKind::NoSuchInterface
-        );
-    }
-}
+#[path = "afpacket_tests.rs"]
+mod tests;

@@ -19,8 +19,9 @@ mod window;
 
 #[cfg(target_os = "linux")]
 pub use afpacket::{
-    page_size, AfPacket, FanoutJoin, KernelFanout, KernelStats, LiveConfig, LiveError,
-    LiveErrorKind, RingConfig, MAX_FILTER_INSNS, MAX_SNAPLEN, TPACKET_ALIGNMENT,
+    page_size, physical_memory, AfPacket, FanoutJoin, KernelFanout, KernelStats, LiveConfig,
+    LiveError, LiveErrorKind, RingConfig, ANY_INTERFACE, MAX_FILTER_INSNS, MAX_SNAPLEN,
+    TPACKET_ALIGNMENT,
 };
 pub use error::{SourceError, SourceErrorKind};
 pub use file::FileSource;
