@@ -145,6 +145,14 @@ pub struct CampusDirectionTruth {
     pub packets: u64,
     /// Sum of their IP total lengths (IPv6: 40 + payload length).
     pub ip_bytes: u64,
+    /// IP datagrams sent in this direction: one sent in fragments counts
+    /// once, with its IP length before fragmentation (what a capture engine
+    /// that reassembles fragments counts).
+    #[serde(default)]
+    pub datagrams: u64,
+    /// Sum of the IP total lengths of those datagrams.
+    #[serde(default)]
+    pub datagram_bytes: u64,
     /// Length of the intended stream produced by the sender so far.
     pub stream_len: u64,
     /// SHA-256 of that stream, lowercase hex.
@@ -883,6 +891,8 @@ struct Flow {
     gap: u64,
     packets: [u64; 2],
     ip_bytes: [u64; 2],
+    datagrams: [u64; 2],
+    datagram_bytes: [u64; 2],
     lost: [Vec<ByteRange>; 2],
     conflicts: [Vec<ConflictTruth>; 2],
     imp: ImpairmentCounts,
@@ -926,6 +936,8 @@ impl Flow {
             1
         };
         self.packets[s] += n;
+        self.datagrams[s] += 1;
+        self.datagram_bytes[s] += iplen;
         if is_tcp {
             w.stats.tcp_packets += n;
         }
@@ -1295,6 +1307,8 @@ impl Flow {
             CampusDirectionTruth {
                 packets: self.packets[s],
                 ip_bytes: self.ip_bytes[s],
+                datagrams: self.datagrams[s],
+                datagram_bytes: self.datagram_bytes[s],
                 stream_len: self.sent[s],
                 sha256: hex::encode(h.finalize()),
                 lost: std::mem::take(&mut self.lost[s]),
@@ -1728,6 +1742,8 @@ impl<W: Write> Generator<W> {
             gap: gap.max(1),
             packets: [0; 2],
             ip_bytes: [0; 2],
+            datagrams: [0; 2],
+            datagram_bytes: [0; 2],
             lost: [Vec::new(), Vec::new()],
             conflicts: [Vec::new(), Vec::new()],
             imp: ImpairmentCounts::default(),
