@@ -264,14 +264,11 @@ fn workers_and_processes_in_one_fanout_group_split_connections() {
     let Some(ns) = Netns::new("fanout") else {
         return;
     };
-    // No IP fragments: the kernel's hash fan-out reassembles them before the
-    // sockets see them (PACKET_FANOUT_FLAG_DEFRAG, which keeps them with
-    // their flow), so a fragmented datagram would count as one packet.
-    let cfg = CampusConfig {
-        fragment: 0.0,
-        ..campus_cfg()
-    };
-    let pcap = temp_capture("fanout", Some(cfg));
+    // With IP fragments: the kernel's hash fan-out reassembles them before
+    // the sockets see them (PACKET_FANOUT_FLAG_DEFRAG, which keeps them with
+    // their flow), and a datagram counts as one packet of its reassembled
+    // length in a file run too.
+    let pcap = temp_capture("fanout", Some(campus_cfg()));
     let want = file_records(&pcap, &[]);
 
     // Two threads of one process.

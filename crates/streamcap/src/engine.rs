@@ -8,7 +8,7 @@
 //! read.
 
 use crate::config::{Config, ReassemblyMode};
-use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
+use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment};
 use crate::decode::{decode_ip, decode_transport, FragmentInfo, NetPacket, TcpSegment, Transport};
 use crate::deliver::{
     records_from, Budget, BufferPool, Chunk, ChunkBuf, DataReason, Delivery, EndReason, FlowEnd,
@@ -1223,9 +1223,6 @@ pub struct Worker<H: Handler> {
     next_conn_id: u64,
     stats: GlobalStats,
     scratch: Vec<u8>,
-    /// While a reassembled datagram is handled: the fragments it took on the
-    /// wire, which its connection counts instead of one packet.
-    frag_wire: Option<WireCount>,
     /// The share of the input this worker owns, when several workers read
     /// the same input (file runs); `None` processes everything.
     shard: Option<Shard>,
@@ -1259,7 +1256,6 @@ impl<H: Handler> Worker<H> {
             next_conn_id: 0,
             stats: GlobalStats::default(),
             scratch: Vec::new(),
-            frag_wire: None,
             shard: None,
         }
     }
@@ -1398,7 +1394,7 @@ impl<H: Handler> Worker<H> {
             .process(self.now, key, frag, net.payload, net.payload_wire_len)
         {
             DefragOutcome::Pending => {}
-            DefragOutcome::Complete(bytes, wire) => {
+            DefragOutcome::Complete(bytes, _) => {
                 if self
                     .shard
                     .as_ref()
@@ -1409,11 +1405,15 @@ impl<H: Handler> Worker<H> {
                 let mut scratch = std::mem::take(&mut self.scratch);
                 scratch.clear();
                 scratch.extend_from_slice(bytes);
-                let header = net.ip_len.saturating_sub(net.payload_wire_len);
+                // The datagram counts as one packet of its reassembled IP
+                // length: the headers before the fragmented part (an IPv6
+                // fragment header is not part of the datagram) and the payload.
+                let mut header = net.ip_len.saturating_sub(net.payload_wire_len);
+                if net.src.is_ipv6() {
+                    header = header.saturating_sub(8);
+                }
                 let ip_len = header + scratch.len() as u32;
-                self.frag_wire = Some(wire);
                 self.handle_ip(pkt, net, &scratch, scratch.len() as u32, ip_len);
-                self.frag_wire = None;
                 self.scratch = scratch;
             }
         }
@@ -1748,13 +1748,10 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Marks the direction as created (firing `on_create`) and counts the
-    /// packet (a reassembled datagram counts its fragments and their IP bytes).
+    /// packet (a reassembled datagram is one packet of its IP length).
     #[inline(always)]
     fn begin_packet(&mut self, idx: u32, side: Side, ip_len: u32, ts: Timestamp) {
-        let (pkts, bytes) = match self.frag_wire {
-            Some(w) => (u64::from(w.fragments), w.ip_bytes),
-            None => (1, u64::from(ip_len)),
-        };
+        let (pkts, bytes) = (1, u64::from(ip_len));
         let Some((key, conn)) = self.table.entry_mut(idx) else {
             return;
         };
