@@ -1387,33 +1387,36 @@ impl<H: Handler> Worker<H> {
         let frag = Fragment {
             offset: f.offset,
             more: f.more,
-            ip_len: net.ip_len,
         };
         match self
             .defrag
             .process(self.now, key, frag, net.payload, net.payload_wire_len)
         {
             DefragOutcome::Pending => {}
-            DefragOutcome::Complete(bytes, _) => {
+            DefragOutcome::Complete(d) => {
                 if self
                     .shard
                     .as_ref()
-                    .is_some_and(|s| !s.owns_packet(net, bytes))
+                    .is_some_and(|s| !s.owns_packet(net, d.data))
                 {
                     return;
                 }
+                let wire_len = d.wire_len;
                 let mut scratch = std::mem::take(&mut self.scratch);
                 scratch.clear();
-                scratch.extend_from_slice(bytes);
+                scratch.extend_from_slice(d.data);
                 // The datagram counts as one packet of its reassembled IP
                 // length: the headers before the fragmented part (an IPv6
-                // fragment header is not part of the datagram) and the payload.
+                // fragment header is not part of the datagram) and the
+                // payload on the wire (a datagram cut by the snapshot length
+                // is passed on with what was captured, as an unfragmented
+                // packet would be).
                 let mut header = net.ip_len.saturating_sub(net.payload_wire_len);
                 if net.src.is_ipv6() {
                     header = header.saturating_sub(8);
                 }
-                let ip_len = header + scratch.len() as u32;
-                self.handle_ip(pkt, net, &scratch, scratch.len() as u32, ip_len);
+                let ip_len = header.saturating_add(wire_len);
+                self.handle_ip(pkt, net, &scratch, wire_len, ip_len);
                 self.scratch = scratch;
             }
         }
