@@ -7,9 +7,9 @@
 //! slice ([`Reassembled`]).
 //!
 //! The work is split by concept: this file holds the rules (what a fragment
-//! does to its datagram, the limits, the counters); [`store`] the datagrams
+//! does to its datagram, the limits, the counters); `store` the datagrams
 //! in progress (slots reused from one datagram to the next, their hash index
-//! and their creation order, which eviction and expiry follow); [`assembly`]
+//! and their creation order, which eviction and expiry follow); `assembly`
 //! one datagram's bytes (each fragment copied once, to its offset in a
 //! buffer that the slot keeps, and the overlap policy).
 //!
