@@ -196,7 +196,7 @@ pub fn parse_summary(text: &str) -> Option<Summary> {
             s.refusals = int_after(r, "budget,")?;
             seen += 1;
         } else if let Some(r) = l.strip_prefix("fragments ") {
-            // "N = R in D reassembled datagrams + X dropped (...); ..."
+            // "N = R in D reassembled datagrams + X dropped (n reason, ...); ..."
             s.fragments = first_int(r)?;
             s.fragments_reassembled = int_after(r, "=")?;
             s.fragments_dropped = int_after(r, "datagrams +")?;
@@ -710,7 +710,7 @@ mod tests {
         let frag = SUMMARY.replace(
             "  decode",
             "  fragments    20000 = 11428 in 2857 reassembled datagrams + 8572 dropped \
-             (incomplete datagrams 4096, evicted datagrams 1619); 5714 overlaps (5714 conflicting)\n  decode",
+             (6144 timed out, 2428 evicted from a full table); 5714 overlaps (5714 conflicting)\n  decode",
         );
         let f = parse_summary(&frag).expect("parses");
         assert_eq!(

@@ -673,36 +673,9 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
     );
     let d = &s.defrag;
     if d.fragments > 0 {
-        // At the end of a run nothing is held: every fragment is in a
-        // reassembled datagram or dropped.
-        let reasons: Vec<String> = [
-            ("incomplete datagrams", d.timed_out),
-            ("datagrams over the memory limit", d.memory_full),
-            ("evicted datagrams", d.too_many_datagrams),
-            ("datagrams with too many fragments", d.too_many_fragments),
-            ("fragments past the size limit", d.too_large),
-            ("truncated fragments", d.truncated),
-            ("malformed fragments", d.bad),
-        ]
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(name, n)| format!("{name} {n}"))
-        .collect();
-        let _ = writeln!(
-            e,
-            "  fragments    {} = {} in {} reassembled datagrams + {} dropped{}; {} overlaps ({} conflicting)",
-            d.fragments,
-            d.fragments_reassembled,
-            d.reassembled,
-            d.fragments_dropped,
-            if reasons.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", reasons.join(", "))
-            },
-            d.overlaps,
-            d.overlap_conflicts
-        );
+        // Fragments in fragments, datagrams in datagrams: see DefragStats'
+        // Display. At the end of a run nothing is held.
+        let _ = writeln!(e, "  fragments    {d}");
     }
     if !o.workers.is_empty() {
         let parts: Vec<String> = o

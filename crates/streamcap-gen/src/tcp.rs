@@ -699,6 +699,8 @@ impl FlowGenerator for TcpConversation {
                 }
                 Kind::Control => {}
             }
+            dirs[d].datagrams += 1;
+            dirs[d].datagram_bytes += ip_total_len(&ip);
             let pieces = match p.kind {
                 Kind::Data(idx) | Kind::Dup(idx) => match self.fragments.get(&idx) {
                     Some((k, order)) => order.apply(

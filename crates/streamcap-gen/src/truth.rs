@@ -74,6 +74,14 @@ pub struct DirectionTruth {
     /// Sum of the IP total length (IPv6: 40 + payload length) of those
     /// records.
     pub ip_bytes: u64,
+    /// IP datagrams sent in this direction: one sent in fragments counts
+    /// once, with its IP length before fragmentation (what a capture engine
+    /// that reassembles fragments counts).
+    #[serde(default)]
+    pub datagrams: u64,
+    /// Sum of the IP total lengths of those datagrams.
+    #[serde(default)]
+    pub datagram_bytes: u64,
     /// Length of the intended stream.
     pub stream_len: u64,
     /// SHA-256 of the intended stream, lowercase hex.

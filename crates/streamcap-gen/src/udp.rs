@@ -178,6 +178,8 @@ impl FlowGenerator for UdpFlow {
                 payload,
             );
             streams[d].extend_from_slice(payload);
+            dirs[d].datagrams += 1;
+            dirs[d].datagram_bytes += ip_total_len(&ip);
             let pieces = match self.fragments.get(&i) {
                 Some((k, order)) => order
                     .apply(fragment_ipv4(&ip, *k).unwrap_or_else(|e| panic!("datagram {i}: {e}"))),

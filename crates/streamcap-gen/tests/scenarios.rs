@@ -293,6 +293,7 @@ fn fragments_vlan_and_handshake_variants() {
         vec![false, true, true]
     );
     assert_eq!(flow.truth.to_server.packets, 1 + 3, "ACK + 3 fragments");
+    assert_eq!(flow.truth.to_server.datagrams, 2, "ACK + 1 datagram");
     let last = parse_ip(&flow.packets.last().unwrap().ip).tcp.unwrap();
     assert!(last.4, "ends with RST");
     assert_eq!(flow.truth.end, EndReason::Rst);
@@ -323,6 +324,13 @@ fn udp_flow_and_link_types() {
     let flow = udp.generate();
     assert_eq!(flow.truth.to_client.packets, 3);
     assert_eq!(flow.truth.to_client.ip_bytes, 3000 + 8 + 3 * 20);
+    assert_eq!(flow.truth.to_client.datagrams, 1);
+    assert_eq!(flow.truth.to_client.datagram_bytes, 3000 + 8 + 20);
+    assert_eq!(flow.truth.to_server.datagrams, flow.truth.to_server.packets);
+    assert_eq!(
+        flow.truth.to_server.datagram_bytes,
+        flow.truth.to_server.ip_bytes
+    );
     for (lt, code) in [(LinkType::Raw, 101), (LinkType::LinuxSll2, 276)] {
         let mut cap = Capture::with_config(PcapConfig {
             link_type: lt,

@@ -78,8 +78,9 @@ fn check(t: &FlowTruth, f: &Flow, delivery: Delivery, ctx: &str) {
     for (i, d) in [&t.to_server, &t.to_client].into_iter().enumerate() {
         let c = &f.counters[i];
         let lost: u64 = d.lost.iter().map(|r| r.end - r.start).sum();
-        assert_eq!(c.pkts, d.packets, "{ctx} dir {i} packets");
-        assert_eq!(c.bytes, d.ip_bytes, "{ctx} dir {i} IP bytes");
+        // A datagram sent in fragments is one packet of its reassembled length.
+        assert_eq!(c.pkts, d.datagrams, "{ctx} dir {i} packets");
+        assert_eq!(c.bytes, d.datagram_bytes, "{ctx} dir {i} IP bytes");
         assert_eq!(c.stream_bytes, d.stream_len, "{ctx} dir {i} stream bytes");
         assert_eq!(c.missing, lost, "{ctx} dir {i} missing");
         assert_eq!(c.captured, d.stream_len - lost, "{ctx} dir {i} captured");
@@ -248,9 +249,10 @@ fn campus_trace_matches_ground_truth() {
                 let i = if flipped { 1 - i } else { i };
                 let c = &f.counters[i];
                 let lost: u64 = d.lost.iter().map(|r| r.end - r.start).sum();
-                // Fragmented datagrams count their fragments, as the truth does.
-                assert_eq!(c.pkts, d.packets, "{ctx} dir {i} packets");
-                assert_eq!(c.bytes, d.ip_bytes, "{ctx} dir {i} IP bytes");
+                // A datagram sent in fragments is one packet of its
+                // reassembled length.
+                assert_eq!(c.pkts, d.datagrams, "{ctx} dir {i} packets");
+                assert_eq!(c.bytes, d.datagram_bytes, "{ctx} dir {i} IP bytes");
                 if proto == 17 {
                     // A lost datagram leaves no trace: UDP streams are what arrived.
                     assert_eq!(

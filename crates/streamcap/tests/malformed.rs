@@ -411,6 +411,14 @@ fn pcap_file() -> (Vec<u8>, Vec<usize>) {
 /// A little-endian pcapng file (SHB, one Ethernet IDB, one EPB per frame of
 /// `three_frames`), and the offsets where each EPB starts.
 fn pcapng_file() -> (Vec<u8>, Vec<usize>) {
+    let frames: Vec<(u32, Vec<u8>)> = three_frames().into_iter().map(|f| (0, f)).collect();
+    pcapng_of(&[1], &frames)
+}
+
+/// A little-endian pcapng file: the SHB, one IDB per link type of `links`
+/// (interfaces 0, 1, …), one EPB per `(interface, frame)` (one second
+/// apart), and the offsets where each EPB starts.
+fn pcapng_of(links: &[u16], frames: &[(u32, Vec<u8>)]) -> (Vec<u8>, Vec<usize>) {
     let mut v = Vec::new();
     // Section header block.
     v.extend_from_slice(&0x0a0d_0d0au32.to_le_bytes());
@@ -420,21 +428,23 @@ fn pcapng_file() -> (Vec<u8>, Vec<usize>) {
     v.extend_from_slice(&0u16.to_le_bytes());
     v.extend_from_slice(&(-1i64).to_le_bytes());
     v.extend_from_slice(&28u32.to_le_bytes());
-    // Interface description block.
-    v.extend_from_slice(&1u32.to_le_bytes());
-    v.extend_from_slice(&20u32.to_le_bytes());
-    v.extend_from_slice(&1u16.to_le_bytes());
-    v.extend_from_slice(&0u16.to_le_bytes());
-    v.extend_from_slice(&65535u32.to_le_bytes());
-    v.extend_from_slice(&20u32.to_le_bytes());
+    // Interface description blocks.
+    for link in links {
+        v.extend_from_slice(&1u32.to_le_bytes());
+        v.extend_from_slice(&20u32.to_le_bytes());
+        v.extend_from_slice(&link.to_le_bytes());
+        v.extend_from_slice(&0u16.to_le_bytes());
+        v.extend_from_slice(&65535u32.to_le_bytes());
+        v.extend_from_slice(&20u32.to_le_bytes());
+    }
     let mut starts = Vec::new();
-    for (i, f) in three_frames().iter().enumerate() {
+    for (i, (iface, f)) in frames.iter().enumerate() {
         starts.push(v.len());
         let padded = f.len().div_ceil(4) * 4;
         let len = (32 + padded) as u32;
         v.extend_from_slice(&6u32.to_le_bytes());
         v.extend_from_slice(&len.to_le_bytes());
-        v.extend_from_slice(&0u32.to_le_bytes());
+        v.extend_from_slice(&iface.to_le_bytes());
         let ts = (1_000 + i as u64) * 1_000_000;
         v.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
         v.extend_from_slice(&(ts as u32).to_le_bytes());
@@ -552,6 +562,57 @@ fn intact_files_read_completely() {
         assert_eq!(rep.packets_read, 3, "{name}");
         assert_eq!(rep.handler.get(0, "orig").data, b"onetwosix", "{name}");
     }
+}
+
+/// A pcapng file whose second interface has a link type the decoder does
+/// not read (284, DSA-tagged Ethernet): that interface's packets are
+/// counted as `unsupported_link` and the run goes on with the rest.
+#[test]
+fn pcapng_interface_of_an_unsupported_link_type_is_skipped_and_counted() {
+    let [one, two, six]: [Vec<u8>; 3] = three_frames().try_into().expect("three frames");
+    let frames = [
+        (1, one.clone()),
+        (0, one),
+        (1, two.clone()),
+        (0, two),
+        (0, six.clone()),
+        (1, six),
+    ];
+    let (ng, _) = pcapng_of(&[1, 284], &frames);
+    let rep = run_bytes("mixed.pcapng", ng);
+    assert!(rep.error.is_none(), "{:?}", rep.error);
+    assert_eq!(rep.packets_read, 6);
+    assert_eq!(rep.stats.packets, 6);
+    assert_eq!(rep.stats.decode_error(DecodeError::UnsupportedLink), 3);
+    assert_eq!(rep.stats.ip_packets, 3);
+    assert_eq!(rep.handler.get(0, "orig").data, b"onetwosix");
+}
+
+/// A classic pcap file has one link type for all its packets: if the
+/// decoder does not read it, nothing can be, and the run stops with an
+/// error that names the file and the link type.
+#[test]
+fn pcap_file_of_an_unsupported_link_type_is_an_error_naming_it() {
+    let mut data = pcap_header(65535, 284);
+    for (i, f) in three_frames().iter().enumerate() {
+        pcap_record(
+            &mut data,
+            1_000 + i as u32,
+            f,
+            f.len() as u32,
+            f.len() as u32,
+        );
+    }
+    let rep = run_bytes("dsa.pcap", data);
+    let err = rep.error.as_ref().expect("an error");
+    assert!(
+        matches!(err.kind, SourceErrorKind::UnsupportedLinkType(284)),
+        "{err}"
+    );
+    let msg = err.to_string();
+    assert!(msg.starts_with("dsa.pcap: "), "{msg}");
+    assert!(msg.contains("link type 284"), "{msg}");
+    assert_eq!(rep.packets_read, 0);
 }
 
 /// Record lengths: a captured length past the 16 MiB limit is a damaged file

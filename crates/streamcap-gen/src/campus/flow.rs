@@ -119,6 +119,8 @@ pub(super) struct Flow {
     pub(super) gap: u64,
     pub(super) packets: [u64; 2],
     pub(super) ip_bytes: [u64; 2],
+    pub(super) datagrams: [u64; 2],
+    pub(super) datagram_bytes: [u64; 2],
     pub(super) lost: [Vec<ByteRange>; 2],
     pub(super) conflicts: [Vec<ConflictTruth>; 2],
     pub(super) imp: ImpairmentCounts,
@@ -168,6 +170,8 @@ impl Flow {
             1
         };
         self.packets[s] += n;
+        self.datagrams[s] += 1;
+        self.datagram_bytes[s] += iplen;
         if is_tcp {
             w.stats.tcp_packets += n;
         }
@@ -555,6 +559,8 @@ impl Flow {
             CampusDirectionTruth {
                 packets: self.packets[s],
                 ip_bytes: self.ip_bytes[s],
+                datagrams: self.datagrams[s],
+                datagram_bytes: self.datagram_bytes[s],
                 stream_len: self.sent[s],
                 sha256: hex::encode(h.finalize()),
                 lost: std::mem::take(&mut self.lost[s]),

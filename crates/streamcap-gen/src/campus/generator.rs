@@ -417,6 +417,8 @@ impl<W: Write> Generator<W> {
             gap: gap.max(1),
             packets: [0; 2],
             ip_bytes: [0; 2],
+            datagrams: [0; 2],
+            datagram_bytes: [0; 2],
             lost: [Vec::new(), Vec::new()],
             conflicts: [Vec::new(), Vec::new()],
             imp: ImpairmentCounts::default(),

@@ -144,6 +144,14 @@ pub struct CampusDirectionTruth {
     pub packets: u64,
     /// Sum of their IP total lengths (IPv6: 40 + payload length).
     pub ip_bytes: u64,
+    /// IP datagrams sent in this direction: one sent in fragments counts
+    /// once, with its IP length before fragmentation (what a capture engine
+    /// that reassembles fragments counts).
+    #[serde(default)]
+    pub datagrams: u64,
+    /// Sum of the IP total lengths of those datagrams.
+    #[serde(default)]
+    pub datagram_bytes: u64,
     /// Length of the intended stream produced by the sender so far.
     pub stream_len: u64,
     /// SHA-256 of that stream, lowercase hex.

@@ -30,6 +30,48 @@ pub(crate) struct Ready<'a> {
     pub(crate) proto: u8,
 }
 
+/// The decoding of an IPv4 fragment in the most common frame, read straight
+/// from its bytes: Ethernet without VLAN tags and an IPv4 header without
+/// options. `None` for anything else, which the general decoder then takes.
+/// Same result as [`decode_ip`] (`plain_ipv4_fragment_equals_decode_ip`).
+#[inline(always)]
+pub(crate) fn plain_ipv4_fragment<'p>(
+    pkt: &RawPacket<'p>,
+) -> Option<(NetPacket<'p>, FragmentInfo)> {
+    if pkt.link != crate::LinkType::ETHERNET || !fast_path_enabled() {
+        return None;
+    }
+    let (eth, b) = pkt.data.split_first_chunk::<14>()?;
+    let h = b.first_chunk::<20>()?;
+    let flags = u16::from_be_bytes([h[6], h[7]]);
+    if eth[12..14] != [0x08, 0] || h[0] != 0x45 || flags & 0x3fff == 0 {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    let ip_len = if total < 20 { b.len() } else { total };
+    let payload = b.get(20..ip_len.min(b.len()))?;
+    let payload_wire_len = (ip_len - 20) as u32;
+    let f = FragmentInfo {
+        id: u32::from(u16::from_be_bytes([h[4], h[5]])),
+        offset: u32::from(flags & 0x1fff) * 8,
+        more: flags & 0x2000 != 0,
+    };
+    let net = NetPacket {
+        vlan: None,
+        inner_vlan: None,
+        src: std::net::IpAddr::V4(std::net::Ipv4Addr::new(h[12], h[13], h[14], h[15])),
+        dst: std::net::IpAddr::V4(std::net::Ipv4Addr::new(h[16], h[17], h[18], h[19])),
+        proto: h[9],
+        ip_len: ip_len as u32,
+        ip_offset: 14,
+        fragment: Some(f),
+        payload,
+        payload_wire_len,
+        truncated: (payload.len() as u32) < payload_wire_len,
+    };
+    Some((net, f))
+}
+
 /// Frames whose flows [`Worker::process_batch`] looks up together. With
 /// read-ahead input, 16 against 8: `streams` 2–2.6 % faster on both
 /// generated campus traces, `flows` unchanged (15 interleaved runs each);
@@ -130,6 +172,10 @@ impl<H: Handler> Worker<H> {
             *slot = Prepared::Ready(r);
             return;
         }
+        if let Some((net, f)) = plain_ipv4_fragment(pkt) {
+            *slot = Prepared::Fragment(net, f);
+            return;
+        }
         // Used in place: moving the decoded packet out of the `Result`
         // costs a copy of it.
         let decoded = decode_ip(pkt.link, pkt.data);
@@ -200,5 +246,94 @@ impl<H: Handler> Worker<H> {
             ip_len: ip_len as u32,
             proto,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_ipv4_fragment;
+    use crate::decode::decode_ip;
+    use crate::source::RawPacket;
+    use crate::time::Timestamp;
+
+    /// The IPv4 fragment fast path decodes exactly as the general decoder,
+    /// on whole, cut and corrupted fragment frames, and takes every plain
+    /// Ethernet/IPv4 fragment.
+    #[test]
+    fn plain_ipv4_fragment_equals_decode_ip() {
+        use etherparse::{IpFragOffset, IpNumber, Ipv4Header};
+        let mut frames = Vec::new();
+        for (offset, more, len) in [(0u16, true, 64usize), (8, true, 48), (16, false, 13)] {
+            let mut ip =
+                Ipv4Header::new(len as u16, 64, IpNumber::UDP, [10, 0, 0, 1], [10, 0, 0, 2])
+                    .unwrap();
+            ip.identification = 0xbeef;
+            ip.more_fragments = more;
+            ip.fragment_offset = IpFragOffset::try_new(offset).unwrap();
+            let mut f = vec![2u8; 12];
+            f.extend_from_slice(&0x0800u16.to_be_bytes());
+            f.extend_from_slice(&ip.to_bytes());
+            f.extend((0..len).map(|i| i as u8));
+            f.extend_from_slice(&[0; 6]); // Ethernet padding
+            frames.push(f);
+        }
+        let mut variants = Vec::new();
+        for f in &frames {
+            for n in 0..=f.len() {
+                variants.push(f[..n].to_vec());
+            }
+            // Total length 0, below the header, beyond the frame; flags
+            // (DF, MF, offset bits); header length; version; ethertype.
+            for (at, v) in [
+                (16, 0u8),
+                (17, 0),
+                (17, 10),
+                (16, 0xff),
+                (20, 0x40),
+                (20, 0x00),
+                (20, 0x1f),
+                (21, 0x00),
+                (14, 0x46),
+                (14, 0x55),
+                (12, 0x86),
+            ] {
+                let mut g = f.clone();
+                g[at] = v;
+                if at == 17 && v == 0 {
+                    g[16] = 0;
+                }
+                variants.push(g);
+            }
+        }
+        let mut taken = 0;
+        for (i, f) in variants.iter().enumerate() {
+            let pkt = RawPacket {
+                ts: Timestamp::ZERO,
+                link: crate::LinkType::ETHERNET,
+                data: f,
+                orig_len: f.len() as u32,
+                record: 1,
+                interface: 0,
+            };
+            let general = decode_ip(pkt.link, f);
+            match plain_ipv4_fragment(&pkt) {
+                Some((net, frag)) => {
+                    taken += 1;
+                    let g = general
+                        .as_ref()
+                        .expect("the general decoder decodes it too");
+                    assert_eq!(format!("{net:?}"), format!("{g:?}"), "variant {i}");
+                    assert_eq!(Some(frag), g.fragment, "variant {i}");
+                }
+                None => {
+                    let plain_fragment = f.len() >= 34
+                        && f[12..14] == [8, 0]
+                        && f[14] == 0x45
+                        && general.as_ref().is_ok_and(|g| g.fragment.is_some());
+                    assert!(!plain_fragment, "variant {i} not taken");
+                }
+            }
+        }
+        assert!(taken > 100, "{taken}");
     }
 }

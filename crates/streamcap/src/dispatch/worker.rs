@@ -11,7 +11,7 @@
 //! in [`crate::deliver`]; [`super::batch`] is its grouped fast path.
 
 use crate::config::Config;
-use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment, WireCount};
+use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment};
 use crate::decode::{decode_ip, decode_transport, FragmentInfo, NetPacket, Transport};
 use crate::deliver::context::{cx, FlushQueue, Outcome};
 use crate::deliver::{Budget, BufferPool, EndReason, Handler, PacketRecord, StreamParams};
@@ -68,9 +68,6 @@ pub struct Worker<H: Handler> {
     pub(crate) next_conn_id: u64,
     pub(crate) stats: GlobalStats,
     pub(crate) scratch: Vec<u8>,
-    /// While a reassembled datagram is handled: the fragments it took on the
-    /// wire, which its connection counts instead of one packet.
-    pub(crate) frag_wire: Option<WireCount>,
     /// The share of the input this worker owns, when several workers read
     /// the same input (file runs); `None` processes everything.
     pub(crate) shard: Option<Shard>,
@@ -105,7 +102,6 @@ impl<H: Handler> Worker<H> {
             next_conn_id: 0,
             stats: GlobalStats::default(),
             scratch: Vec::new(),
-            frag_wire: None,
             shard: None,
         }
     }
@@ -242,29 +238,36 @@ impl<H: Handler> Worker<H> {
         let frag = Fragment {
             offset: f.offset,
             more: f.more,
-            ip_len: net.ip_len,
         };
         match self
             .defrag
             .process(self.now, key, frag, net.payload, net.payload_wire_len)
         {
             DefragOutcome::Pending => {}
-            DefragOutcome::Complete(bytes, wire) => {
+            DefragOutcome::Complete(d) => {
                 if self
                     .shard
                     .as_ref()
-                    .is_some_and(|s| !s.owns_packet(net, bytes))
+                    .is_some_and(|s| !s.owns_packet(net, d.data))
                 {
                     return;
                 }
+                let wire_len = d.wire_len;
                 let mut scratch = std::mem::take(&mut self.scratch);
                 scratch.clear();
-                scratch.extend_from_slice(bytes);
-                let header = net.ip_len.saturating_sub(net.payload_wire_len);
-                let ip_len = header + scratch.len() as u32;
-                self.frag_wire = Some(wire);
-                self.handle_ip(pkt, net, &scratch, scratch.len() as u32, ip_len);
-                self.frag_wire = None;
+                scratch.extend_from_slice(d.data);
+                // The datagram counts as one packet of its reassembled IP
+                // length: the headers before the fragmented part (an IPv6
+                // fragment header is not part of the datagram) and the
+                // payload on the wire (a datagram cut by the snapshot length
+                // is passed on with what was captured, as an unfragmented
+                // packet would be).
+                let mut header = net.ip_len.saturating_sub(net.payload_wire_len);
+                if net.src.is_ipv6() {
+                    header = header.saturating_sub(8);
+                }
+                let ip_len = header.saturating_add(wire_len);
+                self.handle_ip(pkt, net, &scratch, wire_len, ip_len);
                 self.scratch = scratch;
             }
         }
@@ -434,13 +437,10 @@ impl<H: Handler> Worker<H> {
     }
 
     /// Marks the direction as created (firing `on_create`) and counts the
-    /// packet (a reassembled datagram counts its fragments and their IP bytes).
+    /// packet (a reassembled datagram is one packet of its IP length).
     #[inline(always)]
     pub(crate) fn begin_packet(&mut self, idx: u32, side: Side, ip_len: u32, ts: Timestamp) {
-        let (pkts, bytes) = match self.frag_wire {
-            Some(w) => (u64::from(w.fragments), w.ip_bytes),
-            None => (1, u64::from(ip_len)),
-        };
+        let (pkts, bytes) = (1, u64::from(ip_len));
         let Some((key, conn)) = self.table.entry_mut(idx) else {
             return;
         };

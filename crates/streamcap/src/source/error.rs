@@ -18,8 +18,12 @@ pub enum SourceErrorKind {
     /// A record claims a length that cannot be right.
     #[error("impossible record length: {0}")]
     BadLength(String),
-    /// The link type is not one the decoder understands.
-    #[error("unsupported link type {0}")]
+    /// The link type of a whole classic pcap file is not one the decoder
+    /// understands (a pcapng interface of such a link type is not an error:
+    /// its packets are counted by the engine).
+    #[error(
+        "unsupported link type {0}: it is the whole file's, so none of its packets can be decoded"
+    )]
     UnsupportedLinkType(u16),
     /// Any other structural error.
     #[error("{0}")]

@@ -6,6 +6,12 @@
 //! Simple Packet and the obsolete Packet block. Every other block (name
 //! resolution, interface statistics, decryption secrets, custom, ...) is
 //! skipped.
+//!
+//! Packets are yielded with their interface's link type whether or not the
+//! decoder reads it: a file may mix interfaces, and a packet of an interface
+//! whose link type the decoder does not know is counted by the engine
+//! (`DecodeError::UnsupportedLink`, `unsupported_link` in the summary)
+//! instead of ending the run, so the other interfaces' packets are kept.
 
 use super::file::Fault;
 use super::pcap::{Endian, MAX_CAPLEN};
@@ -315,9 +321,10 @@ impl PcapngReader {
         Ok(())
     }
 
-    /// The interface a packet refers to, checking its link type.
+    /// The interface a packet refers to (of any link type: see the module
+    /// documentation).
     fn interface(&self, index: u32) -> Result<Interface, SourceErrorKind> {
-        let iface = usize::try_from(index)
+        usize::try_from(index)
             .ok()
             .and_then(|i| self.interfaces.get(i))
             .copied()
@@ -326,11 +333,7 @@ impl PcapngReader {
                     "packet refers to interface {index}, but this section defines {} interface(s)",
                     self.interfaces.len()
                 ))
-            })?;
-        if !iface.link.is_supported() {
-            return Err(SourceErrorKind::UnsupportedLinkType(iface.link.0));
-        }
-        Ok(iface)
+            })
     }
 
     /// A packet from the body of an Enhanced Packet Block.
@@ -963,24 +966,31 @@ mod tests {
         assert_eq!(err.record, Some(1));
     }
 
+    /// A packet of an interface whose link type the decoder does not read
+    /// is yielded like any other (the engine counts it), and the packets
+    /// after it are read as usual.
     #[test]
-    fn unsupported_link_type_only_when_used() {
+    fn packets_of_an_unsupported_link_type_are_yielded() {
         let mut ng = Ng::new(false);
         ng.idb(1, 0, &[])
             .idb(284, 0, &[])
             .epb(0, 1, &[1; 8])
-            .epb(0, 2, &[1; 8])
-            .epb(1, 3, &[2; 8]);
+            .epb(1, 2, &[2; 8])
+            .epb(0, 3, &[3; 8]);
         let mut src = ng.source();
-        assert_eq!(src.next_packet().unwrap().unwrap().record, 1);
-        assert_eq!(src.next_packet().unwrap().unwrap().record, 2);
-        let err = src.next_packet().unwrap().unwrap_err();
-        assert!(
-            matches!(err.kind, SourceErrorKind::UnsupportedLinkType(284)),
-            "{err}"
+        let mut got = Vec::new();
+        while let Some(p) = src.next_packet() {
+            let p = p.expect("no error");
+            got.push((p.record, p.link, p.interface));
+        }
+        assert_eq!(
+            got,
+            [
+                (1, LinkType::ETHERNET, 0),
+                (2, LinkType(284), 1),
+                (3, LinkType::ETHERNET, 0)
+            ]
         );
-        assert_eq!(err.record, Some(3));
-        assert!(src.next_packet().is_none());
     }
 
     #[test]
