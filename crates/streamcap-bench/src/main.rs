@@ -54,10 +54,9 @@ usage:
       no such rows); --commit records the commit measured in the report;
       a tool whose first run shows that its runs would exceed --slow-limit
       (90 s) runs fewer times; one whose single run would exceed --max-run
-      (300 s) at its fastest rate per packet on the workloads before is
-      skipped on that workload;
-      a workload FILE with a FILE.about beside it has that line printed
-      under its title;
+      (300 s) at its rate per packet on the largest workload before is
+      skipped on that workload; a workload FILE with a FILE.about beside it
+      has that file's first line printed under its title;
       --idle-conns also measures peak memory per idle TCP connection
       (streamcap flows and the libnids peers on `conns` files of N
       connections in --tmp, against --idle-baseline connections, default 1000)

@@ -65,7 +65,7 @@ struct Opts {
     tmp: PathBuf,
     slow_limit: f64,
     /// A tool whose one run on a workload would take longer than this (at
-    /// its fastest rate per packet on the earlier workloads) is skipped there.
+    /// its rate per packet on the largest workload before) is skipped there.
     max_run: f64,
     workloads: Vec<(String, PathBuf)>,
     /// Sizes of the idle-connection measurement (empty: not run).
@@ -673,30 +673,50 @@ impl HostMark {
     }
 }
 
-/// Why a tool is not run on a workload of `packets` packets: its fastest
-/// rate so far (`secs_per_packet`) puts one run over `max_run` seconds.
-fn too_slow(secs_per_packet: Option<f64>, packets: u64, max_run: f64) -> Option<String> {
-    let spp = secs_per_packet?;
-    let est = spp * packets as f64;
+/// A tool's median seconds per packet on the workload with the most
+/// packets it has run on so far (where start-up weighs least).
+#[derive(Clone, Debug, PartialEq)]
+struct Rate {
+    workload: String,
+    packets: u64,
+    secs_per_packet: f64,
+}
+
+impl Rate {
+    /// `old`, or this rate when its workload is larger.
+    fn keep_largest(old: Option<Rate>, new: Rate) -> Rate {
+        match old {
+            Some(o) if o.packets >= new.packets => o,
+            _ => new,
+        }
+    }
+}
+
+/// Why a tool is not run on a workload of `packets` packets: its `rate`
+/// puts one run over `max_run` seconds.
+fn too_slow(rate: Option<&Rate>, packets: u64, max_run: f64) -> Option<String> {
+    let r = rate?;
+    let est = r.secs_per_packet * packets as f64;
     (est > max_run).then(|| {
         format!(
-            "one run would take about {est:.0} s at its fastest rate on the workloads before \
-             ({:.2} µs/packet), over --max-run {max_run} s",
-            spp * 1e6
+            "one run would take about {est:.0} s at its rate on {} ({:.2} µs/packet), \
+             over --max-run {max_run} s",
+            r.workload,
+            r.secs_per_packet * 1e6
         )
     })
 }
 
 /// Runs every tool `o.runs` times on one workload, round-robin, and
 /// summarises the rows. Failed tools go to `skipped`. `rates` holds each
-/// tool's fastest seconds per packet on the workloads before (updated here).
+/// tool's [`Rate`] on the workloads before (updated here).
 fn run_workload(
     o: &Opts,
     tools: &[Tool],
     (name, file): (&str, &Path),
     gnu_time: Option<&Path>,
     clk_tck: f64,
-    rates: &mut [Option<f64>],
+    rates: &mut [Option<Rate>],
     skipped: &mut Vec<Skipped>,
 ) -> Result<Workload, String> {
     let (packets, wire_bytes) =
@@ -722,7 +742,7 @@ fn run_workload(
             runs: Vec::new(),
             found: None,
             failed: None,
-            too_slow: too_slow(*rate, packets, o.max_run),
+            too_slow: too_slow(rate.as_ref(), packets, o.max_run),
             want: o.runs,
         })
         .collect();
@@ -792,8 +812,12 @@ fn run_workload(
             continue;
         };
         if packets > 0 {
-            let spp = r.wall_s.median / packets as f64;
-            *rate = Some(rate.map_or(spp, |old| old.min(spp)));
+            let new = Rate {
+                workload: name.to_string(),
+                packets,
+                secs_per_packet: r.wall_s.median / packets as f64,
+            };
+            *rate = Some(Rate::keep_largest(rate.take(), new));
         }
         eprintln!(
             "streamcap-bench:   {:<12} {:<44} {:>8.3} s  {}",
@@ -942,12 +966,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn too_slow_estimates_from_the_fastest_rate() {
+    fn too_slow_estimates_from_the_largest_workload() {
+        let rate = |workload: &str, packets, secs_per_packet| Rate {
+            workload: workload.into(),
+            packets,
+            secs_per_packet,
+        };
         // 20 µs/packet: 2 M packets = 40 s, 20 M = 400 s.
-        assert_eq!(too_slow(Some(20e-6), 2_000_000, 300.0), None);
-        let why = too_slow(Some(20e-6), 20_000_000, 300.0).unwrap();
-        assert!(why.contains("about 400 s"), "{why}");
+        let r = rate("campus", 2_000_000, 20e-6);
+        assert_eq!(too_slow(Some(&r), 2_000_000, 300.0), None);
+        let why = too_slow(Some(&r), 20_000_000, 300.0).unwrap();
+        assert!(why.contains("about 400 s at its rate on campus"), "{why}");
         assert_eq!(too_slow(None, u64::MAX, 1.0), None);
+        // A smaller workload (start-up weighs more) does not replace it,
+        // nor does one of the same size; a larger one does.
+        let small = rate("telnet", 14_000, 1e-3);
+        assert_eq!(Rate::keep_largest(Some(r.clone()), small), r);
+        let same = rate("campus-small", 2_000_000, 5e-6);
+        assert_eq!(Rate::keep_largest(Some(r.clone()), same), r);
+        let big = rate("corpus", 8_000_000, 1e-6);
+        assert_eq!(Rate::keep_largest(Some(r), big.clone()), big);
+        assert_eq!(Rate::keep_largest(None, big.clone()), big);
     }
 
     #[test]
