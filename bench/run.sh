@@ -61,7 +61,8 @@ say() { echo "bench: $*" >&2; }
 
 # 1. Dependencies: install what we can when root, else carry on and skip.
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-  scripts/install-deps.sh --bench || say "install-deps failed; missing peers will be skipped"
+  # stdout to stderr too: stdout is the report.
+  scripts/install-deps.sh --bench >&2 || say "install-deps failed; missing peers will be skipped"
 else
   say "not root: not installing packages (run 'sudo scripts/install-deps.sh --bench'); missing peers are skipped"
 fi
