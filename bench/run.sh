@@ -1,22 +1,32 @@
 #!/usr/bin/env bash
 # One command for the benchmark: builds streamcap (release) and the C peers,
 # makes or picks the workloads, runs streamcap's modes and every available
-# peer on each, and prints one table per workload.
+# peer on each, and prints a Markdown report (one table per workload) at the
+# end of the runs.
 #
-#   bench/run.sh [--quick] [--plot] [--runs N] [--no-pgo]
+#   bench/run.sh [--quick] [--plot] [--runs N] [--no-pgo] [--archive]
 #
 # streamcap is measured as built by scripts/pgo-build.sh (profile-guided
 # optimisation, trained on generated traffic of other seeds), with the plain
 # release build's `flows` and `streams` rows next to it; --no-pgo, or a
 # machine where the PGO build fails, measures the plain release build only.
+# streamcap's flows, streams and segments rows and the C peers are also
+# measured pinned to one CPU (taskset), marked `1 CPU`.
+# Workloads: generated campus traces, two corpus captures, and
+# `corpus-merged` (the largest Ethernet captures of the corpus merged with
+# mergecap and repeated in time; see bench/README.md, "Running the benchmark").
 # Also measures peak memory per idle TCP connection (1,000,000 and 200,000
 # idle connections; 200,000 with --quick).
 # Then runs every adversarial profile (streamcap-gen attack) against the
 # memory, RSS, throughput and accounting bounds (bench/results/attacks.json).
-# Results: bench/results/latest.json (and latest.png with --plot).
+# Results: bench/results/latest.json (and latest.png with --plot); --archive
+# also copies it to bench/results/COMMIT.json.
 # Environment: CARGO_TARGET_DIR (cargo's), BENCH_WORK (where generated traces
 # and per-run scratch go; default /dev/shm/streamcap-bench when writable),
 # BENCH_PACKETS (generated trace size), BENCH_CORPUS (default ../shared/corpus),
+# BENCH_CORPUS_FILES (captures merged into corpus-merged; default 24),
+# BENCH_CORPUS_PACKETS (corpus-merged size; default 8000000, --quick
+# BENCH_PACKETS), BENCH_ONE_CPU (CPU of the `1 CPU` rows, or `none`),
 # BENCH_IDLE_CONNS (comma-separated idle-connection counts; empty: skip),
 # BENCH_ATTACK_PACKETS (packets per attack profile; default 200000, --quick
 # 50000; 0: skip), BENCH_ATTACK_MEMORY (--memory of the attack runs, bytes).
@@ -24,10 +34,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-QUICK=0 PLOT=0 RUNS="" PGO=1
+QUICK=0 PLOT=0 RUNS="" PGO=1 ARCHIVE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
+    --archive) ARCHIVE=1 ;;
     --plot) PLOT=1 ;;
     --no-pgo) PGO=0 ;;
     --runs) RUNS="${2:?--runs needs a number}"; shift ;;
@@ -44,11 +55,14 @@ PACKETS="${BENCH_PACKETS:-$([ "$QUICK" = 1 ] && echo 300000 || echo 2000000)}"
 IDLE_CONNS="${BENCH_IDLE_CONNS-$([ "$QUICK" = 1 ] && echo 200000 || echo 200000,1000000)}"
 ATTACK_PACKETS="${BENCH_ATTACK_PACKETS:-$([ "$QUICK" = 1 ] && echo 50000 || echo 200000)}"
 ATTACK_MEMORY="${BENCH_ATTACK_MEMORY:-33554432}"
+CORPUS_FILES="${BENCH_CORPUS_FILES:-24}"
+CORPUS_PACKETS="${BENCH_CORPUS_PACKETS:-$([ "$QUICK" = 1 ] && echo "$PACKETS" || echo 8000000)}"
 say() { echo "bench: $*" >&2; }
 
 # 1. Dependencies: install what we can when root, else carry on and skip.
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-  scripts/install-deps.sh --bench || say "install-deps failed; missing peers will be skipped"
+  # stdout to stderr too: stdout is the report.
+  scripts/install-deps.sh --bench >&2 || say "install-deps failed; missing peers will be skipped"
 else
   say "not root: not installing packages (run 'sudo scripts/install-deps.sh --bench'); missing peers are skipped"
 fi
@@ -104,11 +118,8 @@ if [ -z "${BENCH_WORK:-}" ]; then
 fi
 mkdir -p "$BENCH_WORK"
 WORKLOADS=()
-# A reused trace is copied afresh first, and streamcap-bench measures every
-# tool on one fresh copy: a tmpfs file kept for a while was seen to lose the
-# kernel's fault-around for memory mappings, which cost streamcap up to
-# +0.8 s on the 1.6 GB trace while it mapped its input (until the seventh
-# session; every tool read()s it now).
+# A reused trace is copied afresh first (a new tmpfs file, as a trace made
+# now would be), and streamcap-bench measures every tool on one fresh copy.
 refresh() { cp "$1" "$1.fresh" && mv "$1.fresh" "$1"; }
 if "$BIN/streamcap-gen" --help 2>&1 | grep -q campus; then
   f="$BENCH_WORK/campus-$PACKETS.pcap"
@@ -133,13 +144,110 @@ for rel in bulk-flows/zeek__contentline-telnet-long-line-no-eol.pcapng mixed-lar
   fi
 done
 
+# corpus-merged: real traffic the project does not produce. The largest
+# Ethernet captures of the corpus (mergecap needs one link type) whose
+# packets span at most an hour (a few have stray timestamps years apart),
+# each shifted to start at the same second (editcap -t) and merged by time
+# (mergecap), as if all were seen at once on one link. That base is
+# repeated until the file has CORPUS_PACKETS packets: copy k shifted by
+# k x (the base's span + 600 s) and appended without its file header.
+# editcap cannot rewrite addresses, so every copy has the same 5-tuples;
+# the 600 s gap, longer than streamcap's 300 s TCP inactivity timeout and
+# its 240 s close linger, makes each copy's connections new ones rather
+# than continuations of the copy before.
+corpus_merged() {
+  local out="$BENCH_WORK/corpus-merged-$CORPUS_FILES-$CORPUS_PACKETS.pcap"
+  local manifest="$CORPUS/MANIFEST.tsv" t
+  for t in mergecap editcap capinfos; do
+    if ! command -v "$t" >/dev/null; then
+      say "skipping corpus-merged: $t not found (apt-get install wireshark-common)"
+      return 0
+    fi
+  done
+  if [ ! -f "$manifest" ]; then
+    say "skipping corpus-merged: no $manifest"
+    return 0
+  fi
+  if [ -s "$out" ] && [ -s "$out.about" ] && [ "$out" -nt "$manifest" ]; then
+    refresh "$out"
+    WORKLOADS+=("corpus-merged=$out")
+    return 0
+  fi
+  local dir="$BENCH_WORK/corpus-merged.tmp" t0=1600000000 n=0 rel f row
+  local -a picked=()
+  rm -rf "$dir" && mkdir -p "$dir"
+  # MANIFEST.tsv: path, bytes, packets, ...; largest first.
+  while IFS=$'\t' read -r rel _; do
+    [ "$n" -ge "$CORPUS_FILES" ] && break
+    f="$CORPUS/$rel"
+    [ -f "$f" ] || continue
+    # path, encapsulation, first and last packet time (epoch seconds);
+    # capinfos exits non-zero on a capture cut short but still reports it.
+    row="$(capinfos -T -r -E -a -e -S "$f" 2>/dev/null | tail -n 1)" || true
+    local encap start end
+    IFS=$'\t' read -r _ encap start end <<<"$row"
+    [ "$encap" = ether ] || continue
+    awk -v s="$start" -v e="$end" 'BEGIN { exit !(s ~ /^[0-9.]+$/ && e ~ /^[0-9.]+$/ && e - s <= 3600) }' || continue
+    if editcap -F pcap -t "$((t0 - ${start%.*}))" "$f" "$dir/in-$n.pcap" 2>/dev/null &&
+       [ -s "$dir/in-$n.pcap" ]; then
+      picked+=("$rel")
+      n=$((n + 1))
+    fi
+  done < <(tail -n +2 "$manifest" | sort -t $'\t' -k2,2nr)
+  if [ "$n" = 0 ]; then
+    say "skipping corpus-merged: no Ethernet capture under $CORPUS"
+    rm -rf "$dir"
+    return 0
+  fi
+  mergecap -F pcap -w "$dir/base.pcap" "$dir"/in-*.pcap
+  local base_packets base_end span step copies k
+  row="$(capinfos -T -r -c -e -S "$dir/base.pcap" | tail -n 1)"
+  IFS=$'\t' read -r _ base_packets base_end <<<"$row"
+  span=$(( ${base_end%.*} + 1 - t0 ))
+  step=$(( span + 600 ))
+  copies=$(( (CORPUS_PACKETS + base_packets - 1) / base_packets ))
+  [ "$copies" -ge 1 ] || copies=1
+  cp "$dir/base.pcap" "$out.tmp"
+  for ((k = 1; k < copies; k++)); do
+    editcap -F pcap -t "$((k * step))" "$dir/base.pcap" "$dir/copy.pcap"
+    if ! cmp -s -n 24 "$dir/copy.pcap" "$dir/base.pcap"; then
+      say "skipping corpus-merged: editcap changed the pcap file header of a copy"
+      rm -rf "$dir" "$out.tmp"
+      return 0
+    fi
+    tail -c +25 "$dir/copy.pcap" >>"$out.tmp"
+  done
+  {
+    echo "corpus-merged: the $n largest Ethernet captures of the corpus (MANIFEST.tsv; packets spanning at most 1 h), shifted to one start time and merged by time with mergecap ($base_packets packets, ${span} s), then $copies copies one after another, copy k shifted by k x $step s (span + 600 s, longer than streamcap's 300 s TCP timeout): the same addresses in every copy, separated in time."
+    printf '%s\n' "${picked[@]}"
+  } >"$out.about"
+  mv "$out.tmp" "$out"
+  rm -rf "$dir"
+  say "made corpus-merged: $out ($n captures, $copies copies of $base_packets packets)"
+  WORKLOADS+=("corpus-merged=$out")
+}
+if [ -d "$CORPUS" ]; then
+  corpus_merged
+else
+  say "skipping corpus-merged: no corpus at $CORPUS"
+fi
+
 # 5. Run.
 mkdir -p bench/results
+COMMIT="$(git rev-parse HEAD 2>/dev/null || true)"
+if [ -n "$COMMIT" ] && [ -n "$(git status --porcelain -- . ':!bench/results' 2>/dev/null)" ]; then
+  COMMIT="$COMMIT-dirty"
+fi
 ARGS=(run --streamcap "$STREAMCAP" "${PLAIN[@]}" --peers "$PEERS" --runs "$RUNS"
-      --json bench/results/latest.json --tmp "$BENCH_WORK/scratch")
+      --json bench/results/latest.json --tmp "$BENCH_WORK/scratch" --commit "$COMMIT")
 [ "$PLOT" = 1 ] && ARGS+=(--png bench/results/latest.png)
 [ -n "$IDLE_CONNS" ] && ARGS+=(--idle-conns "$IDLE_CONNS")
+[ -n "${BENCH_ONE_CPU:-}" ] && ARGS+=(--one-cpu "$BENCH_ONE_CPU")
 "$BIN/streamcap-bench" "${ARGS[@]}" "${WORKLOADS[@]}"
+if [ "$ARCHIVE" = 1 ]; then
+  cp bench/results/latest.json "bench/results/${COMMIT:-unknown}.json"
+  say "archived bench/results/${COMMIT:-unknown}.json"
+fi
 
 # 6. Adversarial traffic: every streamcap-gen attack profile and the normal
 # baseline of the same size, checked against the bounds (a report: FAIL rows

@@ -17,12 +17,14 @@
 #       libnids.a, which run.sh tries second.)
 #   softflowd, nfdump                         - NetFlow exporter peer and its collector (nfcapd)
 #   time                                      - /usr/bin/time: CPU seconds and peak RSS of each run
+#   wireshark-common                          - mergecap, editcap, capinfos: the corpus-merged workload
+#   util-linux                                - taskset: the rows pinned to one CPU
 #   fonts-dejavu-core                         - labels of the --plot chart
 #   linux-perf                                - optional profiles (perf record)
 set -euo pipefail
 pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps)
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time fonts-dejavu-core linux-perf)
+  pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -6,6 +6,7 @@
 //! streamcap-bench conns -o FILE --connections N
 //! streamcap-bench run --streamcap BIN [--streamcap-plain BIN] [--peers DIR]
 //!                     [--runs N] [--json FILE] [--png FILE] [--tmp DIR] [--slow-limit SECS]
+//!                     [--max-run SECS] [--one-cpu CPU|none] [--commit ID]
 //!                     [--idle-conns N,N...] [--idle-baseline N] [NAME=FILE...]
 //! streamcap-bench live --streamcap BIN --pcap FILE [--frames N] [--rates R,R,max]
 //! streamcap-bench attacks --streamcap BIN [--packets N] [--memory BYTES] [--runs N] [--json FILE]
@@ -17,10 +18,14 @@ mod attacks;
 mod capinfo;
 mod conns;
 mod gen;
+mod host;
 mod idle;
 mod live;
 mod plot;
+mod report;
 mod runner;
+mod stats;
+mod table;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,10 +40,23 @@ usage:
       to the end of the file (3 packets each, 1 packet per microsecond)
   streamcap-bench run --streamcap BIN [--streamcap-plain BIN] [--peers DIR]
                       [--runs N] [--json FILE] [--png FILE] [--tmp DIR] [--slow-limit SECS]
+                      [--max-run SECS] [--one-cpu CPU|none] [--commit ID]
                       [--idle-conns N,N...] [--idle-baseline N] [NAME=FILE...]
-      runs every streamcap mode and every available peer on each workload;
+      runs every streamcap mode and every available peer on each workload,
+      round-robin, --runs times (default 5); prints a Markdown report at the
+      end (medians, min-max, user and sys CPU s, paired ratios to
+      nids_streams and pcap_flows) and writes every run to --json;
       --streamcap-plain adds `flows` and `streams` rows of a second build
       (bench/run.sh: the plain release build next to the PGO one);
+      --one-cpu adds rows of streamcap's flows, streams and segments modes
+      and of the C peers pinned to that CPU with taskset (default: the
+      first CPU this process may use, when it may use two or more; `none`:
+      no such rows); --commit records the commit measured in the report;
+      a tool whose first run shows that its runs would exceed --slow-limit
+      (90 s) runs fewer times; one whose single run would exceed --max-run
+      (300 s) at its rate per packet on the largest workload before is
+      skipped on that workload; a workload FILE with a FILE.about beside it
+      has that file's first line printed under its title;
       --idle-conns also measures peak memory per idle TCP connection
       (streamcap flows and the libnids peers on `conns` files of N
       connections in --tmp, against --idle-baseline connections, default 1000)

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::runner::Workload;
+use crate::report::Workload;
 
 const FONTS: &[&str] = &[
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
@@ -106,7 +106,11 @@ pub fn draw(path: &Path, workloads: &[Workload]) -> Result<String, String> {
                     r.gbps,
                     r.mpps,
                     r.vs_nids_streams
-                        .map_or(String::new(), |v| format!(", {v:.2}x nids_streams"))
+                        .as_ref()
+                        .map_or(String::new(), |v| format!(
+                            ", {:.2}x nids_streams",
+                            v.wall.median
+                        ))
                 );
                 chart
                     .draw_series(std::iter::once(Text::new(

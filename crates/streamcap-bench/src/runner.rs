@@ -1,4 +1,6 @@
-//! Running the tools and reporting.
+//! `streamcap-bench run`: runs streamcap's modes and the peer tools on each
+//! workload, round-robin, and reports every run (`--json`) and a Markdown
+//! summary (stdout, at the end).
 
 use std::fs;
 use std::io::Read;
@@ -6,9 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
 use crate::capinfo;
+use crate::host;
+use crate::report::{HostLoad, Report, RunSample, Skipped, ToolResult, Workload};
+use crate::table;
 
 /// What a tool is, for setup and for reading what it found.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -31,68 +34,22 @@ struct Tool {
     argv: Vec<String>,
     /// What the `found` number counts.
     found_unit: &'static str,
+    /// The CPU the row is pinned to (its `argv` starts with `taskset -c`).
+    pin: Option<usize>,
 }
 
-#[derive(Serialize, Clone, Debug)]
-pub struct RunSample {
-    wall_s: f64,
-    user_s: Option<f64>,
-    sys_s: Option<f64>,
-    max_rss_kib: Option<u64>,
-}
-
-#[derive(Serialize, Clone, Debug)]
-pub struct ToolResult {
-    pub tool: String,
-    pub mode: String,
-    pub command: String,
-    pub runs: Vec<RunSample>,
-    pub median_wall_s: f64,
-    pub cpu_s: Option<f64>,
-    pub max_rss_kib: Option<u64>,
-    pub gbps: f64,
-    pub mpps: f64,
-    pub found: Option<u64>,
-    pub found_unit: String,
-    /// libnids (nids_streams) median wall time / this tool's: > 1 is faster.
-    pub vs_nids_streams: Option<f64>,
-    /// pcap_flows median wall time / this tool's: > 1 is faster.
-    pub vs_pcap_flows: Option<f64>,
-}
-
-#[derive(Serialize, Clone, Debug)]
-pub struct Workload {
-    pub name: String,
-    pub file: String,
-    pub file_bytes: u64,
-    pub packets: u64,
-    pub wire_bytes: u64,
-    pub results: Vec<ToolResult>,
-}
-
-#[derive(Serialize, Clone, Debug)]
-struct Skipped {
-    tool: String,
-    reason: String,
-}
-
-#[derive(Serialize)]
-struct Report {
-    machine: Machine,
-    runs: usize,
-    workloads: Vec<Workload>,
-    skipped: Vec<Skipped>,
-    /// Peak memory per tracked idle TCP connection (`--idle-conns`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    idle_connections: Option<crate::idle::IdleReport>,
-}
-
-#[derive(Serialize)]
-struct Machine {
-    cpus: usize,
-    cpu_model: String,
-    kernel: String,
-    timer: String,
+impl Tool {
+    /// The same tool pinned to `cpu` by `taskset`, its mode marked `1 CPU`.
+    fn pinned(&self, taskset: &Path, cpu: usize) -> Tool {
+        let mut argv = vec![taskset.display().to_string(), "-c".into(), cpu.to_string()];
+        argv.extend(self.argv.iter().cloned());
+        Tool {
+            mode: format!("{}, 1 CPU", self.mode),
+            argv,
+            pin: Some(cpu),
+            ..self.clone()
+        }
+    }
 }
 
 struct Opts {
@@ -107,11 +64,18 @@ struct Opts {
     png: Option<PathBuf>,
     tmp: PathBuf,
     slow_limit: f64,
+    /// A tool whose one run on a workload would take longer than this (at
+    /// its rate per packet on the largest workload before) is skipped there.
+    max_run: f64,
     workloads: Vec<(String, PathBuf)>,
     /// Sizes of the idle-connection measurement (empty: not run).
     idle: Vec<u64>,
     /// Connections in the idle measurement's baseline file.
     idle_baseline: u64,
+    /// The CPU of the one-CPU rows (`None`: no such rows).
+    one_cpu: Option<usize>,
+    /// The commit measured, for the report.
+    commit: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -124,9 +88,12 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         png: None,
         tmp: PathBuf::from("/dev/shm/streamcap-bench"),
         slow_limit: 90.0,
+        max_run: 300.0,
         workloads: Vec::new(),
         idle: Vec::new(),
         idle_baseline: 1000,
+        one_cpu: default_one_cpu(),
+        commit: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -139,6 +106,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--json" => o.json = Some(PathBuf::from(val()?)),
             "--png" => o.png = Some(PathBuf::from(val()?)),
             "--tmp" => o.tmp = PathBuf::from(val()?),
+            "--max-run" => o.max_run = val()?.parse().map_err(|e| format!("--max-run: {e}"))?,
             "--slow-limit" => {
                 o.slow_limit = val()?.parse().map_err(|e| format!("--slow-limit: {e}"))?
             }
@@ -151,6 +119,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                     );
                 }
             }
+            "--one-cpu" => {
+                let v = val()?;
+                o.one_cpu = match v.as_str() {
+                    "none" | "off" => None,
+                    n => Some(n.parse().map_err(|e| format!("--one-cpu {n}: {e}"))?),
+                }
+            }
+            "--commit" => o.commit = Some(val()?).filter(|c| !c.is_empty()),
             "--idle-baseline" => {
                 o.idle_baseline = val()?
                     .parse()
@@ -171,6 +147,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
     }
     o.runs = o.runs.max(1);
     Ok(o)
+}
+
+/// The CPU of the one-CPU rows by default: the first this process may run
+/// on, when it may run on two or more (else the rows would repeat the
+/// others).
+fn default_one_cpu() -> Option<usize> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (cpus > 1).then(host::first_allowed_cpu)
 }
 
 /// `prog` as a path (when it contains `/`) or found on `PATH` (and in
@@ -210,28 +194,46 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
             &["streams", "--delivery", "segments"],
         ),
     ];
-    let builds = o.plain.iter().flat_map(|p| {
-        let p = p.display().to_string();
-        plain.iter().map(move |m| (p.clone(), *m))
-    });
-    let mut t: Vec<Tool> = modes
-        .iter()
-        .map(|m| (sc.clone(), *m))
-        .chain(builds)
-        .map(|(bin, (mode, args))| {
-            let mut argv = vec![bin];
-            argv.extend(args.iter().map(|a| a.to_string()));
-            argv.extend(["-q".into(), "-r".into(), "{FILE}".into()]);
-            Tool {
-                tool: "streamcap".into(),
-                mode: mode.into(),
-                kind: Kind::Streamcap,
-                argv,
-                found_unit: "conn",
-            }
-        })
-        .collect();
+    let row = |bin: &str, (mode, args): (&str, &[&str])| {
+        let mut argv = vec![bin.to_string()];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        argv.extend(["-q".into(), "-r".into(), "{FILE}".into()]);
+        Tool {
+            tool: "streamcap".into(),
+            mode: mode.into(),
+            kind: Kind::Streamcap,
+            argv,
+            found_unit: "conn",
+            pin: None,
+        }
+    };
     let mut skipped = Vec::new();
+    // The one-CPU rows: `taskset -c CPU` before the command (util-linux).
+    let taskset = match o.one_cpu {
+        None => None,
+        Some(cpu) => match which("taskset") {
+            Some(p) => Some((p, cpu)),
+            None => {
+                skipped.push(Skipped {
+                    tool: "1 CPU rows".into(),
+                    reason: "taskset not found (util-linux)".into(),
+                });
+                None
+            }
+        },
+    };
+    let mut t: Vec<Tool> = modes.iter().map(|m| row(&sc, *m)).collect();
+    if let Some((ts, cpu)) = &taskset {
+        // streamcap's main rows, which use a read-ahead thread on a
+        // second CPU when there is one.
+        let main: Vec<Tool> = t.iter().take(3).map(|r| r.pinned(ts, *cpu)).collect();
+        t.extend(main);
+    }
+    if let Some(p) = &o.plain {
+        let p = p.display().to_string();
+        t.extend(plain.iter().map(|m| row(&p, *m)));
+    }
+    let mut c_peers = Vec::new();
     let peers = o.peers.clone().unwrap_or_default();
     for (name, kind, mode, unit) in [
         (
@@ -259,12 +261,13 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
             if kind != Kind::PcapFlows {
                 argv.push((1u32 << 18).to_string());
             }
-            t.push(Tool {
+            c_peers.push(Tool {
                 tool: name.into(),
                 mode: mode.into(),
                 kind,
                 argv,
                 found_unit: unit,
+                pin: None,
             });
         } else {
             skipped.push(Skipped {
@@ -273,6 +276,11 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
             });
         }
     }
+    if let Some((ts, cpu)) = &taskset {
+        let pinned: Vec<Tool> = c_peers.iter().map(|p| p.pinned(ts, *cpu)).collect();
+        c_peers.extend(pinned);
+    }
+    t.extend(c_peers);
     match which("tcpflow") {
         Some(p) => t.push(Tool {
             tool: "tcpflow".into(),
@@ -286,6 +294,7 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
                 "{OUT}".into(),
             ],
             found_unit: "files",
+            pin: None,
         }),
         None => skipped.push(Skipped {
             tool: "tcpflow".into(),
@@ -306,6 +315,7 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
                 "conv,tcp".into(),
             ],
             found_unit: "tcp conv",
+            pin: None,
         }),
         None => skipped.push(Skipped {
             tool: "tshark".into(),
@@ -325,6 +335,7 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
                 "127.0.0.1:{PORT}".into(),
             ],
             found_unit: "nf flows",
+            pin: None,
         }),
         (sf, nc, nd) => skipped.push(Skipped {
             tool: "softflowd".into(),
@@ -485,8 +496,9 @@ pub(crate) fn timed_command(
             c
         }
         None => {
-            let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]);
+            let (prog, rest) = argv.split_first().ok_or("empty command line")?;
+            let mut c = Command::new(prog);
+            c.args(rest);
             c
         }
     };
@@ -497,8 +509,10 @@ pub(crate) fn timed_command(
     Ok(cmd)
 }
 
+/// One run of `t` on `file` in round `round`: its figures and what it found.
 fn run_once(
     t: &Tool,
+    round: usize,
     file: &Path,
     tmp: &Path,
     gnu_time: Option<&Path>,
@@ -529,7 +543,7 @@ fn run_once(
     let _ = fs::remove_file(&time_path);
     let mut cmd = timed_command(&argv, gnu_time, &time_path, &stdout_path, &stderr_path)?;
     let start = Instant::now();
-    let status = cmd.status().map_err(|e| format!("{}: {e}", argv[0]));
+    let status = cmd.status().map_err(|e| format!("{}: {e}", argv.join(" ")));
     let wall = start.elapsed().as_secs_f64();
     let found_nf = collector.and_then(stop_nfcapd);
     let status = status?;
@@ -562,44 +576,19 @@ fn run_once(
     let timed = fs::read_to_string(&time_path)
         .ok()
         .and_then(|s| parse_time(&s));
-    let sample = match timed {
-        Some((_e, u, s, m)) => RunSample {
-            wall_s: wall,
-            user_s: Some(u),
-            sys_s: Some(s),
-            max_rss_kib: Some(m),
-        },
-        None => RunSample {
-            wall_s: wall,
-            user_s: None,
-            sys_s: None,
-            max_rss_kib: None,
-        },
+    let sample = RunSample {
+        round,
+        wall_s: wall,
+        user_s: timed.map(|t| t.1),
+        sys_s: timed.map(|t| t.2),
+        max_rss_kib: timed.map(|t| t.3),
     };
     Ok((sample, found))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// A fresh copy of `file` in the scratch directory `tmp`, which every tool
-/// reads for the workload (the original when copying fails). Until the
-/// seventh session streamcap memory-mapped its input, and on this machine a
-/// tmpfs file that had been around for some minutes could lose the kernel's
-/// fault-around for memory mappings (183 k minor page faults and 0.60 s of
-/// system time to map the 1.6 GB campus trace instead of 37 k and 0.27 s
-/// for a fresh copy). No tool maps its input now; the copy stays so that
-/// every tool reads the same freshly written file.
+/// reads for the workload (the original when copying fails), so that all
+/// tools read one freshly written file with the same page-cache state.
 fn fresh_copy(file: &Path, tmp: &Path) -> PathBuf {
     let name = file
         .file_name()
@@ -619,33 +608,21 @@ fn fresh_copy(file: &Path, tmp: &Path) -> PathBuf {
     }
 }
 
+/// Reads the whole file so that every run finds it in the page cache.
 fn warm(file: &Path) {
-    // Read the whole file so every run finds it in the page cache.
     if let Ok(mut f) = fs::File::open(file) {
         let mut buf = vec![0u8; 1 << 20];
         while matches!(f.read(&mut buf), Ok(n) if n > 0) {}
     }
 }
 
-fn machine() -> Machine {
-    let cpu_model = fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_default();
-    Machine {
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        cpu_model,
-        kernel: fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-        timer: "wall: Instant around /usr/bin/time; cpu, rss: /usr/bin/time -f '%U %S %M'".into(),
-    }
+/// The text of `FILE.about` (how bench/run.sh made the file), if any.
+fn about(file: &Path) -> Option<String> {
+    let mut p = file.as_os_str().to_owned();
+    p.push(".about");
+    let text = fs::read_to_string(PathBuf::from(p)).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
 }
 
 /// One tool's runs on a workload, as they accumulate round by round.
@@ -653,168 +630,261 @@ struct Acc {
     runs: Vec<RunSample>,
     found: Option<u64>,
     failed: Option<String>,
+    /// Why the tool is not run on this workload (`--max-run`).
+    too_slow: Option<String>,
     /// Runs wanted (fewer than `--runs` for a slow tool).
     want: usize,
 }
 
+/// Machine-wide CPU ticks and the load average, taken before a workload.
+struct HostMark {
+    at: Instant,
+    ticks: Option<host::CpuTicks>,
+    loadavg: Option<[f64; 3]>,
+}
+
+impl HostMark {
+    fn now() -> HostMark {
+        HostMark {
+            at: Instant::now(),
+            ticks: host::cpu_ticks(),
+            loadavg: host::loadavg(),
+        }
+    }
+
+    /// The host's load from this mark to now, given the CPU seconds of the
+    /// measured runs meanwhile.
+    fn since(&self, measured_cpu_s: f64, clk_tck: f64) -> HostLoad {
+        let elapsed_s = self.at.elapsed().as_secs_f64();
+        let busy_cpu_s = self
+            .ticks
+            .zip(host::cpu_ticks())
+            .map(|(a, b)| b.busy.saturating_sub(a.busy) as f64 / clk_tck);
+        HostLoad {
+            loadavg_start: self.loadavg,
+            loadavg_end: host::loadavg(),
+            elapsed_s,
+            busy_cpu_s,
+            measured_cpu_s,
+            other_cpus: busy_cpu_s
+                .filter(|_| elapsed_s > 0.0)
+                .map(|b| (b - measured_cpu_s).max(0.0) / elapsed_s),
+        }
+    }
+}
+
+/// A tool's median seconds per packet on the workload with the most
+/// packets it has run on so far (where start-up weighs least).
+#[derive(Clone, Debug, PartialEq)]
+struct Rate {
+    workload: String,
+    packets: u64,
+    secs_per_packet: f64,
+}
+
+impl Rate {
+    /// `old`, or this rate when its workload is larger.
+    fn keep_largest(old: Option<Rate>, new: Rate) -> Rate {
+        match old {
+            Some(o) if o.packets >= new.packets => o,
+            _ => new,
+        }
+    }
+}
+
+/// Why a tool is not run on a workload of `packets` packets: its `rate`
+/// puts one run over `max_run` seconds.
+fn too_slow(rate: Option<&Rate>, packets: u64, max_run: f64) -> Option<String> {
+    let r = rate?;
+    let est = r.secs_per_packet * packets as f64;
+    (est > max_run).then(|| {
+        format!(
+            "one run would take about {est:.0} s at its rate on {} ({:.2} µs/packet), \
+             over --max-run {max_run} s",
+            r.workload,
+            r.secs_per_packet * 1e6
+        )
+    })
+}
+
+/// Runs every tool `o.runs` times on one workload, round-robin, and
+/// summarises the rows. Failed tools go to `skipped`. `rates` holds each
+/// tool's [`Rate`] on the workloads before (updated here).
+fn run_workload(
+    o: &Opts,
+    tools: &[Tool],
+    (name, file): (&str, &Path),
+    gnu_time: Option<&Path>,
+    clk_tck: f64,
+    rates: &mut [Option<Rate>],
+    skipped: &mut Vec<Skipped>,
+) -> Result<Workload, String> {
+    let (packets, wire_bytes) =
+        capinfo::totals(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let file_bytes = fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "streamcap-bench: workload {name}: {} ({packets} packets, {:.1} MB on the wire)",
+        file.display(),
+        wire_bytes as f64 / 1e6
+    );
+    let input = fresh_copy(file, &o.tmp);
+    warm(&input);
+    let started = host::utc_now();
+    let mark = HostMark::now();
+    // Runs go round-robin (every tool once, then every tool again...) so
+    // that a drift of the machine's speed during the workload touches
+    // every tool alike, rather than the tools measured last, and so that
+    // run i of one tool and run i of another make a pair for the ratios.
+    let mut acc: Vec<Acc> = tools
+        .iter()
+        .zip(rates.iter())
+        .map(|(_, rate)| Acc {
+            runs: Vec::new(),
+            found: None,
+            failed: None,
+            too_slow: too_slow(rate.as_ref(), packets, o.max_run),
+            want: o.runs,
+        })
+        .collect();
+    for round in 0..o.runs {
+        for (t, a) in tools.iter().zip(acc.iter_mut()) {
+            if a.failed.is_some() || a.too_slow.is_some() || round >= a.want {
+                continue;
+            }
+            match run_once(t, round, &input, &o.tmp, gnu_time) {
+                Ok((s, f)) => {
+                    if round == 0 && s.wall_s * o.runs as f64 > o.slow_limit && o.runs > 1 {
+                        a.want = ((o.slow_limit / s.wall_s) as usize).clamp(1, o.runs);
+                        eprintln!(
+                            "streamcap-bench:   {} {}: {:.1} s per run, {} run(s) only (--slow-limit {})",
+                            t.tool, t.mode, s.wall_s, a.want, o.slow_limit
+                        );
+                    }
+                    a.runs.push(s);
+                    a.found = f;
+                }
+                Err(e) => a.failed = Some(e),
+            }
+        }
+    }
+    let measured: f64 = acc
+        .iter()
+        .flat_map(|a| a.runs.iter().filter_map(RunSample::cpu_s))
+        .sum();
+    let host_load = mark.since(measured, clk_tck);
+    if input != file {
+        let _ = fs::remove_file(&input);
+    }
+    let mut results = Vec::new();
+    for ((t, a), rate) in tools.iter().zip(acc).zip(rates.iter_mut()) {
+        if let Some(why) = a.too_slow {
+            eprintln!(
+                "streamcap-bench:   {} {}: skipped on {name}: {why}",
+                t.tool, t.mode
+            );
+            skipped.push(Skipped {
+                tool: format!("{} {} ({name})", t.tool, t.mode),
+                reason: why,
+            });
+            continue;
+        }
+        if let Some(e) = a.failed {
+            eprintln!(
+                "streamcap-bench:   {} {} failed on {name}: {e}",
+                t.tool, t.mode
+            );
+            skipped.push(Skipped {
+                tool: format!("{} {} ({name})", t.tool, t.mode),
+                reason: e,
+            });
+            continue;
+        }
+        let Some(r) = ToolResult::summarise(
+            &t.tool,
+            &t.mode,
+            t.pin,
+            t.argv.join(" "),
+            a.runs,
+            a.found,
+            t.found_unit,
+            (packets, wire_bytes),
+        ) else {
+            continue;
+        };
+        if packets > 0 {
+            let new = Rate {
+                workload: name.to_string(),
+                packets,
+                secs_per_packet: r.wall_s.median / packets as f64,
+            };
+            *rate = Some(Rate::keep_largest(rate.take(), new));
+        }
+        eprintln!(
+            "streamcap-bench:   {:<12} {:<44} {:>8.3} s  {}",
+            r.tool,
+            r.mode,
+            r.wall_s.median,
+            r.found
+                .map_or("-".into(), |f| format!("{f} {}", r.found_unit))
+        );
+        results.push(r);
+    }
+    let mut w = Workload {
+        name: name.to_string(),
+        file: file.display().to_string(),
+        about: about(file),
+        file_bytes,
+        packets,
+        wire_bytes,
+        started,
+        host: host_load,
+        results,
+    };
+    w.fill_ratios();
+    Ok(w)
+}
+
+/// `streamcap-bench run ...`.
 pub fn cmd_run(args: &[String]) -> Result<(), String> {
     let o = parse(args)?;
     fs::create_dir_all(&o.tmp).map_err(|e| format!("{}: {e}", o.tmp.display()))?;
+    let started = host::utc_now();
+    let loadavg_start = host::loadavg();
+    let clk_tck = host::clk_tck();
     let gnu_time = which("/usr/bin/time");
     if gnu_time.is_none() {
         eprintln!("streamcap-bench: /usr/bin/time missing (apt-get install time): CPU and RSS not measured");
     }
-    let (tools, skipped) = tools(&o);
+    let (tools, mut skipped) = tools(&o);
     for s in &skipped {
         eprintln!("streamcap-bench: skipping {}: {}", s.tool, s.reason);
     }
-    let mut skipped = skipped;
     let mut workloads = Vec::new();
+    let mut rates = vec![None; tools.len()];
     for (name, file) in &o.workloads {
-        let (packets, wire_bytes) =
-            capinfo::totals(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let file_bytes = fs::metadata(file).map(|m| m.len()).unwrap_or(0);
-        eprintln!(
-            "streamcap-bench: workload {name}: {} ({packets} packets, {:.1} MB on the wire)",
-            file.display(),
-            wire_bytes as f64 / 1e6
-        );
-        warm(file);
-        // Runs go round-robin (every tool once, then every tool again...)
-        // so that a drift of the machine's speed during the workload
-        // touches every tool alike, rather than the tools measured last.
-        let input = fresh_copy(file, &o.tmp);
-        let mut acc: Vec<Acc> = tools
-            .iter()
-            .map(|_| Acc {
-                runs: Vec::new(),
-                found: None,
-                failed: None,
-                want: o.runs,
-            })
-            .collect();
-        for round in 0..o.runs {
-            for (t, a) in tools.iter().zip(acc.iter_mut()) {
-                if a.failed.is_some() || round >= a.want {
-                    continue;
-                }
-                match run_once(t, &input, &o.tmp, gnu_time.as_deref()) {
-                    Ok((s, f)) => {
-                        if round == 0 && s.wall_s * o.runs as f64 > o.slow_limit && o.runs > 1 {
-                            a.want = ((o.slow_limit / s.wall_s) as usize).clamp(1, o.runs);
-                            eprintln!(
-                                "streamcap-bench:   {} {}: {:.1} s per run, {} run(s) only (--slow-limit {})",
-                                t.tool, t.mode, s.wall_s, a.want, o.slow_limit
-                            );
-                        }
-                        a.runs.push(s);
-                        a.found = f;
-                    }
-                    Err(e) => a.failed = Some(e),
-                }
-            }
-        }
-        if input != *file {
-            let _ = fs::remove_file(&input);
-        }
-        let mut results = Vec::new();
-        for (t, a) in tools.iter().zip(acc) {
-            let Acc {
-                runs,
-                found,
-                failed,
-                ..
-            } = a;
-            if let Some(e) = failed {
-                eprintln!(
-                    "streamcap-bench:   {} {} failed on {name}: {e}",
-                    t.tool, t.mode
-                );
-                skipped.push(Skipped {
-                    tool: format!("{} {} ({name})", t.tool, t.mode),
-                    reason: e,
-                });
-                continue;
-            }
-            let wall = median(runs.iter().map(|r| r.wall_s).collect());
-            let cpu = runs
-                .iter()
-                .map(|r| Some(r.user_s? + r.sys_s?))
-                .collect::<Option<Vec<f64>>>()
-                .map(median);
-            let rss = runs.iter().filter_map(|r| r.max_rss_kib).max();
-            eprintln!(
-                "streamcap-bench:   {:<10} {:<34} {:>8.3} s  {}",
-                t.tool,
-                t.mode,
-                wall,
-                found.map_or("-".into(), |f| format!("{f} {}", t.found_unit))
-            );
-            results.push(ToolResult {
-                tool: t.tool.clone(),
-                mode: t.mode.clone(),
-                command: t.argv.join(" "),
-                runs,
-                median_wall_s: wall,
-                cpu_s: cpu,
-                max_rss_kib: rss,
-                gbps: wire_bytes as f64 * 8.0 / wall / 1e9,
-                mpps: packets as f64 / wall / 1e6,
-                found,
-                found_unit: t.found_unit.into(),
-                vs_nids_streams: None,
-                vs_pcap_flows: None,
-            });
-        }
-        let base = |n: &str| {
-            results
-                .iter()
-                .find(|r| r.tool == n)
-                .map(|r| r.median_wall_s)
-        };
-        let (nids, pf) = (base("nids_streams"), base("pcap_flows"));
-        for r in &mut results {
-            r.vs_nids_streams = nids.map(|b| b / r.median_wall_s);
-            r.vs_pcap_flows = pf.map(|b| b / r.median_wall_s);
-        }
-        let w = Workload {
-            name: name.clone(),
-            file: file.display().to_string(),
-            file_bytes,
-            packets,
-            wire_bytes,
-            results,
-        };
-        print_table(&w);
-        let suffix = format!(" ({name})");
-        print_skipped(
-            skipped
-                .iter()
-                .filter(|s| !s.tool.ends_with(')') || s.tool.ends_with(&suffix)),
-        );
+        let w = run_workload(
+            &o,
+            &tools,
+            (name, file),
+            gnu_time.as_deref(),
+            clk_tck,
+            &mut rates,
+            &mut skipped,
+        )?;
         workloads.push(w);
     }
     let idle_connections = if o.idle.is_empty() {
         None
     } else {
-        let peers = o.peers.as_deref();
         match crate::idle::run(
             &o.streamcap,
-            peers,
+            o.peers.as_deref(),
             &o.idle,
             o.idle_baseline,
             &o.tmp.join("idle"),
             gnu_time.as_deref(),
         ) {
-            Ok(r) => {
-                crate::idle::print(&r);
-                print_skipped(
-                    skipped
-                        .iter()
-                        .filter(|s| s.tool == "nids_streams" || s.tool == "nids_flows"),
-                );
-                Some(r)
-            }
+            Ok(r) => Some(r),
             Err(e) => {
                 eprintln!("streamcap-bench: idle-connection measurement failed: {e}");
                 skipped.push(Skipped {
@@ -826,12 +896,41 @@ pub fn cmd_run(args: &[String]) -> Result<(), String> {
         }
     };
     let report = Report {
-        machine: machine(),
+        machine: host::machine(),
+        commit: o.commit.clone(),
+        started,
+        finished: host::utc_now(),
         runs: o.runs,
+        one_cpu: tools.iter().find_map(|t| t.pin),
+        streamcap: o.streamcap.display().to_string(),
+        streamcap_plain: o.plain.as_ref().map(|p| p.display().to_string()),
+        loadavg_start,
+        loadavg_end: host::loadavg(),
         workloads,
         skipped,
         idle_connections,
     };
+    // The Markdown report, all at once on stdout.
+    print!("{}", table::header(&report));
+    for w in &report.workloads {
+        print!("{}", table::workload(w, report.machine.cpus));
+        let suffix = format!(" ({})", w.name);
+        print_skipped(
+            report
+                .skipped
+                .iter()
+                .filter(|s| !s.tool.ends_with(')') || s.tool.ends_with(&suffix)),
+        );
+    }
+    if let Some(r) = &report.idle_connections {
+        crate::idle::print(r);
+        print_skipped(
+            report
+                .skipped
+                .iter()
+                .filter(|s| s.tool == "nids_streams" || s.tool == "nids_flows"),
+        );
+    }
     if let Some(j) = &o.json {
         if let Some(d) = j.parent() {
             let _ = fs::create_dir_all(d);
@@ -862,51 +961,80 @@ fn print_skipped<'a>(s: impl Iterator<Item = &'a Skipped>) {
     }
 }
 
-fn fmt_ratio(r: Option<f64>) -> String {
-    r.map_or("-".into(), |r| format!("{r:.2}x"))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn print_table(w: &Workload) {
-    println!();
-    println!(
-        "## {} — {} ({} packets, {:.1} MB on the wire, avg {:.0} B/packet)",
-        w.name,
-        w.file,
-        w.packets,
-        w.wire_bytes as f64 / 1e6,
-        w.wire_bytes as f64 / w.packets.max(1) as f64
-    );
-    println!();
-    println!("| tool | mode | wall s (median) | CPU s | peak RSS MiB | Gbit/s | Mpps | found | vs nids_streams | vs pcap_flows |");
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for r in &w.results {
-        println!(
-            "| {} | {} | {:.3} | {} | {} | {:.2} | {:.2} | {} | {} | {} |",
-            r.tool,
-            r.mode,
-            r.median_wall_s,
-            r.cpu_s.map_or("-".into(), |c| format!("{c:.2}")),
-            r.max_rss_kib
-                .map_or("-".into(), |m| format!("{:.1}", m as f64 / 1024.0)),
-            r.gbps,
-            r.mpps,
-            r.found
-                .map_or("-".into(), |f| format!("{f} {}", r.found_unit)),
-            fmt_ratio(r.vs_nids_streams),
-            fmt_ratio(r.vs_pcap_flows),
+    #[test]
+    fn too_slow_estimates_from_the_largest_workload() {
+        let rate = |workload: &str, packets, secs_per_packet| Rate {
+            workload: workload.into(),
+            packets,
+            secs_per_packet,
+        };
+        // 20 µs/packet: 2 M packets = 40 s, 20 M = 400 s.
+        let r = rate("campus", 2_000_000, 20e-6);
+        assert_eq!(too_slow(Some(&r), 2_000_000, 300.0), None);
+        let why = too_slow(Some(&r), 20_000_000, 300.0).unwrap();
+        assert!(why.contains("about 400 s at its rate on campus"), "{why}");
+        assert_eq!(too_slow(None, u64::MAX, 1.0), None);
+        // A smaller workload (start-up weighs more) does not replace it,
+        // nor does one of the same size; a larger one does.
+        let small = rate("telnet", 14_000, 1e-3);
+        assert_eq!(Rate::keep_largest(Some(r.clone()), small), r);
+        let same = rate("campus-small", 2_000_000, 5e-6);
+        assert_eq!(Rate::keep_largest(Some(r.clone()), same), r);
+        let big = rate("corpus", 8_000_000, 1e-6);
+        assert_eq!(Rate::keep_largest(Some(r), big.clone()), big);
+        assert_eq!(Rate::keep_largest(None, big.clone()), big);
+    }
+
+    #[test]
+    fn pinned_tool_runs_under_taskset() {
+        let t = Tool {
+            tool: "streamcap".into(),
+            mode: "flows".into(),
+            kind: Kind::Streamcap,
+            argv: vec!["/bin/streamcap".into(), "flows".into()],
+            found_unit: "conn",
+            pin: None,
+        };
+        let p = t.pinned(Path::new("/usr/bin/taskset"), 1);
+        assert_eq!(p.mode, "flows, 1 CPU");
+        assert_eq!(p.pin, Some(1));
+        assert_eq!(
+            p.argv,
+            ["/usr/bin/taskset", "-c", "1", "/bin/streamcap", "flows"]
         );
     }
-    println!();
-    let wall = |mode: &str| {
-        w.results
-            .iter()
-            .find(|r| r.tool == "streamcap" && r.mode == mode)
-            .map(|r| r.median_wall_s)
-    };
-    for m in ["flows", "streams"] {
-        if let (Some(one), Some(two)) = (wall(m), wall(&format!("{m} --workers 2"))) {
-            println!("2 workers vs 1, {m}: {:.2}x throughput", one / two);
-        }
+
+    #[test]
+    fn options_one_cpu_and_commit() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let o = parse(&args(&[
+            "--streamcap",
+            "sc",
+            "--one-cpu",
+            "none",
+            "--commit",
+            "abc",
+            "w=f.pcap",
+        ]))
+        .unwrap();
+        assert_eq!((o.one_cpu, o.commit.as_deref()), (None, Some("abc")));
+        let o = parse(&args(&["--streamcap", "sc", "--one-cpu", "1", "w=f"])).unwrap();
+        assert_eq!(o.one_cpu, Some(1));
+        assert!(parse(&args(&["--streamcap", "sc", "--one-cpu", "x", "w=f"])).is_err());
     }
-    println!();
+
+    #[test]
+    fn gnu_time_line() {
+        assert_eq!(
+            parse_time("Command exited with non-zero status 1\n0.52 0.40 0.11 20480\n"),
+            Some((0.52, 0.40, 0.11, 20480))
+        );
+        assert_eq!(parse_time("0.52 0.40 0.11\n"), None);
+        assert_eq!(parse_time("a b c d\n"), None);
+        assert_eq!(parse_time(""), None);
+    }
 }
