@@ -658,6 +658,16 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
         by_proto.join(", "),
         ended.join(", ")
     );
+    if s.late_packets > 0 || s.invalid_rsts > 0 {
+        // Late packets of connections that ended (in no flow record), and
+        // RSTs a receiver would ignore (counted in their flow, but they do
+        // not end it).
+        let _ = writeln!(
+            e,
+            "  tcp          {} late packets of ended connections, {} RSTs outside the window",
+            s.late_packets, s.invalid_rsts
+        );
+    }
     let t = &s.totals;
     let _ = writeln!(
         e,
