@@ -1566,10 +1566,14 @@ impl<H: Handler> Worker<H> {
         if proto != 6 && proto != 17 {
             return None;
         }
-        // As the general decoder: a total length below the header's (TSO
-        // captures) means the bytes present.
-        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
-        let ip_len = if total < 20 { b.len() } else { total };
+        // As the general decoder: a total length of 0 (TSO captures) means
+        // the bytes present; one below the header's is left to the general
+        // decoder, which counts it as a bad IP header.
+        let ip_len = match usize::from(u16::from_be_bytes([h[2], h[3]])) {
+            0 => b.len(),
+            1..20 => return None,
+            total => total,
+        };
         let payload = b.get(20..ip_len.min(b.len()))?;
         let wire = (ip_len - 20) as u32;
         let transport = decode_transport(proto, payload, wire).ok()?;
