@@ -401,7 +401,7 @@ fn bad_checksums_are_processed_normally() {
         IP_CHECKSUM,
     ));
     let (r, stats) = run(&frames);
-    assert_eq!(stats.decode_errors, [0; 5]);
+    assert_eq!(stats.decode_errors, [0; DecodeError::COUNT]);
     assert_eq!(stats.packets, frames.len() as u64);
     let o = r.get(0, "orig");
     assert_eq!(o.data, b"GET / HTTP/1.0\r\n\r\n");

@@ -6,11 +6,18 @@
 //! with [`etherparse`]'s lax slicer, which tolerates packets cut by the snapshot
 //! length. A packet whose payload was cut is decoded as far as it goes and
 //! flagged [`NetPacket::truncated`]; nothing is read past the captured bytes.
+//!
+//! Encapsulations: PPPoE sessions and MPLS label stacks are link layers
+//! (`link`); IP-level tunnels (IP-in-IP, 6in4, GRE, ERSPAN, VXLAN, GENEVE,
+//! GTP-U) are opened by [`tunnel::Decapsulator`] once the outer packet's
+//! transport layer is known, and their inner packets decoded again from the
+//! link layer they start with.
 
 pub mod defrag;
 mod ip_options;
 mod link;
 mod transport;
+pub mod tunnel;
 
 pub use link::{decode_link, LinkError};
 pub use transport::{decode_transport, IcmpMessage, TcpFlags, TcpSegment, Transport, UdpDatagram};
@@ -31,16 +38,29 @@ pub enum DecodeError {
     BadTransportHeader,
     /// The link type is not supported.
     UnsupportedLink,
+    /// An encapsulation header (PPPoE, MPLS, GRE, ERSPAN, VXLAN, GENEVE,
+    /// GTP-U, IP-in-IP) is cut short or invalid: the packet inside it is not
+    /// decoded (the outer packet's own flow, if it has one, still counts it).
+    BadEncapsulation,
+    /// Tunnels nested deeper than [`crate::Config::max_tunnel_depth`], or a
+    /// new tunnel when the tunnel table is full
+    /// ([`crate::flow::MAX_TUNNELS`]): the inner packet is not decoded.
+    EncapLimit,
 }
 
 impl DecodeError {
+    /// How many kinds there are.
+    pub const COUNT: usize = 7;
+
     /// Every kind, for reports.
-    pub const ALL: [DecodeError; 5] = [
+    pub const ALL: [DecodeError; DecodeError::COUNT] = [
         DecodeError::TruncatedLink,
         DecodeError::NotIp,
         DecodeError::BadIpHeader,
         DecodeError::BadTransportHeader,
         DecodeError::UnsupportedLink,
+        DecodeError::BadEncapsulation,
+        DecodeError::EncapLimit,
     ];
 
     /// A short name for reports.
@@ -51,6 +71,8 @@ impl DecodeError {
             DecodeError::BadIpHeader => "bad_ip_header",
             DecodeError::BadTransportHeader => "bad_transport_header",
             DecodeError::UnsupportedLink => "unsupported_link",
+            DecodeError::BadEncapsulation => "bad_encapsulation",
+            DecodeError::EncapLimit => "encap_limit",
         }
     }
 
@@ -87,7 +109,8 @@ pub struct NetPacket<'a> {
     pub proto: u8,
     /// IP-layer length of the packet on the wire (IPv4 total length; IPv6 40 + payload length).
     pub ip_len: u32,
-    /// Offset of the IP header within the frame.
+    /// Offset of the IP header within the frame it was decoded from (for a
+    /// packet inside a tunnel: within the tunnel's inner frame).
     pub ip_offset: usize,
     /// Fragment position, for IP fragments.
     pub fragment: Option<FragmentInfo>,
@@ -97,9 +120,24 @@ pub struct NetPacket<'a> {
     pub payload_wire_len: u32,
     /// The capture cut this packet (fewer payload bytes present than on the wire).
     pub truncated: bool,
+    /// The tunnel the packet came through ([`crate::flow::tunnel_id`]; 0
+    /// for a packet that is not inside a tunnel): part of its flow key.
+    pub tunnel: u32,
 }
 
 impl NetPacket<'_> {
+    /// What tells this packet's fragments apart from other datagrams'
+    /// beside addresses, identification and protocol: the folded VLAN tags,
+    /// or inside a tunnel the tunnel's number with bit 31 set (folded VLAN
+    /// tags never set it, and tunnel numbers stay below 2^31).
+    pub fn fragment_context(&self) -> u32 {
+        if self.tunnel == 0 {
+            self.vlan_key()
+        } else {
+            0x8000_0000 | self.tunnel
+        }
+    }
+
     /// The VLAN tags folded into one number for flow keys (outer << 16 | inner, +1 each so that
     /// "untagged" differs from VLAN 0).
     pub fn vlan_key(&self) -> u32 {
@@ -191,6 +229,7 @@ fn decode_ipv4(l: link::LinkInfo, b: &[u8]) -> Result<NetPacket<'_>, DecodeError
         payload,
         payload_wire_len,
         truncated: (payload.len() as u32) < payload_wire_len,
+        tunnel: 0,
     })
 }
 
@@ -231,6 +270,7 @@ fn decode_ipv6(l: link::LinkInfo, b: &[u8]) -> Result<NetPacket<'_>, DecodeError
         payload,
         payload_wire_len,
         truncated: (payload.len() as u32) < payload_wire_len,
+        tunnel: 0,
     })
 }
 
@@ -294,6 +334,7 @@ fn decode_ip_etherparse(l: link::LinkInfo, ip_bytes: &[u8]) -> Result<NetPacket<
         payload: payload.payload,
         payload_wire_len: payload_wire_len.max(payload.payload.len() as u32),
         truncated,
+        tunnel: 0,
     })
 }
 

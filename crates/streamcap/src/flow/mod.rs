@@ -3,6 +3,8 @@
 
 mod key;
 mod table;
+mod tunnel;
 
 pub use key::{Direction, FlowKey, Side};
 pub use table::{FlowHash, FlowTable, ListId};
+pub use tunnel::{tunnel, tunnel_depth, tunnel_id, Tunnel, TunnelHop, MAX_TUNNELS};
