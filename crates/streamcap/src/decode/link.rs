@@ -45,6 +45,9 @@ fn be16(b: &[u8], at: usize) -> Result<u16, DecodeError> {
 
 /// Finds the IP header of a frame: reads Ethernet (with any number of VLAN
 /// tags, the first two reported), Linux SLL/SLL2, BSD loopback and raw IP.
+/// A frame whose EtherType is neither IPv4 nor IPv6 is
+/// [`DecodeError::NotIp`] here, PPPoE and MPLS included; [`super::decode_ip`]
+/// reads those through [`encapsulated`].
 #[inline]
 pub fn decode_link(link: LinkType, frame: &[u8]) -> Result<LinkInfo, DecodeError> {
     let mut info = LinkInfo {
@@ -108,9 +111,8 @@ pub fn decode_link(link: LinkType, frame: &[u8]) -> Result<LinkInfo, DecodeError
             }
             Ok(info)
         }
-        ETH_PPPOE_SESSION | ETH_MPLS | ETH_MPLS_MULTICAST => {
-            encapsulated(frame, ethertype, off, info, tags)
-        }
+        // PPPoE and MPLS too: `decode_ip` reads them (`encapsulated`) off
+        // the common path.
         _ => Err(DecodeError::NotIp),
     }
 }
@@ -123,19 +125,27 @@ enum Next {
     Ip(usize),
 }
 
-/// The rest of a frame whose EtherType `ethertype` at `off` announces PPPoE
-/// or MPLS: reads headers until the IP header (VLAN tags still fill `info`,
-/// `tags` of them so far). A header cut short or invalid is
-/// [`DecodeError::BadEncapsulation`]; a payload that is not IP (PPP control
-/// protocols, non-IP pseudowires) is [`DecodeError::NotIp`].
-#[inline(never)]
-fn encapsulated(
-    frame: &[u8],
-    mut ethertype: u16,
-    mut off: usize,
-    mut info: LinkInfo,
-    mut tags: usize,
-) -> Result<LinkInfo, DecodeError> {
+/// A frame of link type `link` whose EtherType (after any VLAN tags) is
+/// neither IPv4 nor IPv6: reads its headers again from the start, through
+/// VLAN tags, PPPoE sessions and MPLS label stacks, to the IP header. A
+/// header cut short or invalid is [`DecodeError::BadEncapsulation`]; a
+/// payload that is not IP (PPP control protocols, non-IP pseudowires, and
+/// any other EtherType) is [`DecodeError::NotIp`].
+pub(super) fn encapsulated(link: LinkType, frame: &[u8]) -> Result<LinkInfo, DecodeError> {
+    let (mut ethertype, mut off) = match link {
+        LinkType::ETHERNET => (be16(frame, 12)?, 14),
+        LinkType::LINUX_SLL => (be16(frame, 14)?, 16),
+        LinkType::LINUX_SLL2 => (be16(frame, 0)?, 20),
+        _ => return Err(DecodeError::NotIp),
+    };
+    let (mut info, mut tags) = (
+        LinkInfo {
+            ip_offset: 0,
+            vlan: None,
+            inner_vlan: None,
+        },
+        0,
+    );
     const BAD: DecodeError = DecodeError::BadEncapsulation;
     let at = |at: usize| be16(frame, at).map_err(|_| BAD);
     for _ in 0..MAX_LINK_HEADERS {

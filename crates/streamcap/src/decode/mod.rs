@@ -162,13 +162,34 @@ impl NetPacket<'_> {
 /// `tests::ipv6_fast_path_agrees_with_etherparse`).
 #[inline]
 pub fn decode_ip(link: crate::LinkType, frame: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
-    let l = decode_link(link, frame)?;
+    let l = match decode_link(link, frame) {
+        Ok(l) => l,
+        Err(DecodeError::NotIp) => return decode_encapsulated(link, frame),
+        Err(e) => return Err(e),
+    };
+    decode_ip_at(l, frame)
+}
+
+/// The IP layer of `frame`, whose IP header [`decode_link`] (or
+/// [`link::encapsulated`]) found as `l`.
+#[inline(always)]
+fn decode_ip_at(l: link::LinkInfo, frame: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
     let ip_bytes = frame.get(l.ip_offset..).ok_or(DecodeError::TruncatedLink)?;
     match ip_bytes.first() {
         Some(b) if b >> 4 == 4 => decode_ipv4(l, ip_bytes),
         Some(b) if b >> 4 == 6 => decode_ipv6(l, ip_bytes),
         _ => decode_ip_etherparse(l, ip_bytes),
     }
+}
+
+/// [`decode_ip`] for a frame whose EtherType is not IP: PPPoE sessions and
+/// MPLS label stacks lead to IP ([`link::encapsulated`]); anything else is
+/// [`DecodeError::NotIp`].
+#[cold]
+#[inline(never)]
+fn decode_encapsulated(link: crate::LinkType, frame: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
+    let l = link::encapsulated(link, frame)?;
+    decode_ip_at(l, frame)
 }
 
 fn be16(b: &[u8], at: usize) -> u16 {

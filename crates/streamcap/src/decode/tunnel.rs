@@ -164,10 +164,12 @@ impl Decapsulator {
     /// ([`Decapsulator::inner`] is worth calling).
     #[inline(always)]
     pub fn carrier(&self, proto: u8, t: &Transport<'_>) -> bool {
-        match t {
-            Transport::Tcp(_) | Transport::Icmp(_) => false,
-            Transport::Udp(u) => self.udp_carrier(u.src_port, u.dst_port),
-            Transport::Other { .. } => matches!(proto, 4 | 41 | 47) && self.max_depth > 0,
+        // By protocol number first: TCP, the common case, is one test.
+        match proto {
+            6 => false,
+            17 => matches!(t, Transport::Udp(u) if self.udp_carrier(u.src_port, u.dst_port)),
+            4 | 41 | 47 => self.max_depth > 0,
+            _ => false,
         }
     }
 

@@ -157,6 +157,9 @@ pub fn tunnel_depth(id: u32) -> usize {
 
 /// The description of tunnel `id` (`None` for 0 or an unknown number).
 pub fn tunnel(id: u32) -> Option<Tunnel> {
+    if id == 0 {
+        return None;
+    }
     let t = read();
     let mut hops = Vec::new();
     let mut cur = id;
