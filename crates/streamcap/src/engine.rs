@@ -1581,16 +1581,21 @@ impl<H: Handler> Worker<H> {
         // As the general decoder: a total length of 0 (TSO captures) means
         // the bytes present; one below the header's is left to the general
         // decoder, which counts it as a bad IP header.
-        let ip_len = match usize::from(u16::from_be_bytes([h[2], h[3]])) {
-            0 => b.len(),
-            1..20 => return None,
-            total => total,
+        let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+        let ip_len = if total < 20 {
+            if total != 0 {
+                return None;
+            }
+            b.len()
+        } else {
+            total
         };
         let payload = b.get(20..ip_len.min(b.len()))?;
         let wire = (ip_len - 20) as u32;
         let transport = decode_transport(proto, payload, wire).ok()?;
         let (sport, dport) = ports(&transport);
         if proto == 17 && self.decap.udp_carrier(sport, dport) {
+            // A tunnel is opened on the per-packet path.
             return None;
         }
         let src = [h[12], h[13], h[14], h[15]];
