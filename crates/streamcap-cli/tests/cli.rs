@@ -254,7 +254,7 @@ fn csv_format() {
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap_or_default().split(',').collect();
     assert_eq!(header[0], "ts");
-    assert_eq!(*header.last().unwrap_or(&""), "errors");
+    assert_eq!(*header.last().unwrap_or(&""), "tunnel");
     let mut n = 0;
     for l in lines {
         assert_eq!(l.split(',').count(), header.len(), "{l}");
