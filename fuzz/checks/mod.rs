@@ -15,6 +15,8 @@ pub mod common;
 pub mod decode;
 #[path = "defrag.rs"]
 pub mod defrag;
+#[path = "encap.rs"]
+pub mod encap;
 #[path = "engine_frames.rs"]
 pub mod engine_frames;
 #[path = "filter.rs"]
@@ -32,10 +34,11 @@ pub mod tcp_segments;
 pub type Check = fn(&[u8]);
 
 /// Every target's name and check, for the regression runner.
-pub const TARGETS: [(&str, Check); 8] = [
+pub const TARGETS: [(&str, Check); 9] = [
     ("bpf", bpf::run),
     ("decode", decode::run),
     ("defrag", defrag::run),
+    ("encap", encap::run),
     ("engine_frames", engine_frames::run),
     ("filter", filter::run),
     ("options", options::run),

@@ -216,6 +216,16 @@ struct Common {
     /// --memory. [default: 16 KiB]
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
     chunk: Option<u64>,
+    /// UDP ports (either side) carrying VXLAN; repeatable or a comma list,
+    /// replaces the default 4789.
+    #[arg(long = "vxlan-port", value_name = "PORT", value_delimiter = ',')]
+    vxlan_port: Vec<u16>,
+    /// UDP ports carrying GENEVE, as --vxlan-port (default 6081).
+    #[arg(long = "geneve-port", value_name = "PORT", value_delimiter = ',')]
+    geneve_port: Vec<u16>,
+    /// UDP ports carrying GTP-U, as --vxlan-port (default 2152).
+    #[arg(long = "gtp-port", value_name = "PORT", value_delimiter = ',')]
+    gtp_port: Vec<u16>,
     /// How stream bytes reach the consumer: chunks (copied into a buffer per
     /// stream and handed over every --chunk bytes, Scap's model) or segments
     /// (each in-order segment handed over at once from the packet, without a

@@ -44,6 +44,7 @@ pub fn csv_header(files: bool) -> String {
     }
     h.push("end".into());
     h.push("errors".into());
+    h.push("tunnel".into());
     h.push("community_id".into());
     h.join(",")
 }
@@ -83,6 +84,7 @@ pub fn csv_row(r: &FlowRecord, files: bool, community_id: Option<&str>) -> Strin
     csv_dir(&mut v, &r.resp, files);
     v.push(r.end.to_string());
     v.push(r.errors.names().collect::<Vec<_>>().join(";"));
+    v.push(r.tunnel.clone().unwrap_or_default());
     v.push(community_id.unwrap_or_default().to_string());
     v.join(",")
 }
@@ -188,10 +190,10 @@ mod tests {
             "ts,last_ts,proto,src_ip,src_port,dst_ip,dst_port,vlan,\
 orig_pkts,orig_bytes,orig_stream_bytes,orig_captured,orig_discarded,orig_dropped,orig_missing,orig_sha256,\
 resp_pkts,resp_bytes,resp_stream_bytes,resp_captured,resp_discarded,resp_dropped,resp_missing,resp_sha256,\
-end,errors,community_id"
+end,errors,tunnel,community_id"
         );
         let h = csv_header(true);
         assert!(h.contains(",orig_sha256,orig_file,resp_pkts,"));
-        assert!(h.ends_with(",resp_sha256,resp_file,end,errors,community_id"));
+        assert!(h.ends_with(",resp_sha256,resp_file,end,errors,tunnel,community_id"));
     }
 }

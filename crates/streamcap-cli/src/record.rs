@@ -128,6 +128,10 @@ pub struct FlowRecord {
     /// Error flags of both directions (written as a list of names).
     #[serde(serialize_with = "error_names")]
     pub errors: StreamErrors,
+    /// The tunnels the connection came through, outermost first
+    /// (`streamcap::flow::Tunnel`'s text); absent outside tunnels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tunnel: Option<String>,
     /// Not serialised: data for the zeek format.
     #[serde(skip)]
     pub extra: Extra,
@@ -203,6 +207,7 @@ impl FlowRecord {
             resp: DirRecord::new(r),
             end: fe.end_reason().name(),
             errors: o.errors.union(r.errors),
+            tunnel: fe.key().tunnel().map(|t| t.to_string()),
             extra: Extra {
                 history: History::new(fe.history()),
                 conn_id: o.conn_id,
@@ -270,7 +275,12 @@ pub fn write_json(r: &FlowRecord, community_id: Option<&str>, out: &mut Vec<u8>)
         }
         w.plain_str(e);
     }
-    w.put(b"],\"community_id\":");
+    w.put(b"]");
+    if let Some(t) = &r.tunnel {
+        w.put(b",\"tunnel\":");
+        w.str(t);
+    }
+    w.put(b",\"community_id\":");
     // "1:" and base64: nothing to escape.
     match community_id {
         Some(c) => w.plain_str(c),
@@ -521,6 +531,7 @@ impl FlowRecord {
             resp: d,
             end: "eof",
             errors: StreamErrors::default(),
+            tunnel: None,
             extra: Extra::default(),
         }
     }
@@ -567,6 +578,7 @@ mod tests {
             },
             end: "fin",
             errors: StreamErrors::GAP,
+            tunnel: None,
             extra: Extra::default(),
         };
         let j = r.to_json(None);
@@ -677,6 +689,13 @@ mod tests {
                 resp: dir(&mut next),
                 end: ["fin", "rst", "timeout", "eof", "evicted"][(i % 5) as usize],
                 errors: StreamErrors(next() as u16),
+                tunnel: (next() % 3 == 0).then(|| {
+                    format!(
+                        "vxlan 10.0.0.1<->10.0.0.{} vni {}",
+                        next() % 256,
+                        next() % 99
+                    )
+                }),
                 extra: Extra::default(),
             };
             let cid = crate::community_id::of_record(&r, i as u16);

@@ -126,6 +126,15 @@ fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {
     if let Some(m) = c.memory {
         cfg.memory_size = usize::try_from(m).unwrap_or(usize::MAX);
     }
+    for (ports, given) in [
+        (&mut cfg.vxlan_ports, &c.vxlan_port),
+        (&mut cfg.geneve_ports, &c.geneve_port),
+        (&mut cfg.gtp_ports, &c.gtp_port),
+    ] {
+        if !given.is_empty() {
+            ports.clone_from(given);
+        }
+    }
     for class in &c.cutoff_class {
         let compiled = CutoffClass::new(&class.expr, class.cutoff.unwrap_or(u64::MAX))
             .map_err(|e| format!("--cutoff-class: {}", filter_message(e)))?;

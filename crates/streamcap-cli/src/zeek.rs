@@ -110,7 +110,22 @@ pub fn uid(r: &FlowRecord) -> String {
     h.update(r.dst_port.to_be_bytes());
     h.update(r.extra.vlan_key.to_be_bytes());
     h.update(r.extra.conn_id.to_be_bytes());
-    let d = h.finalize();
+    if let Some(t) = &r.tunnel {
+        h.update(b"|");
+        h.update(t.as_bytes());
+    }
+    base62_uid(&h.finalize())
+}
+
+/// The uid of a tunnel, for `tunnel_parents`: "C" and 17 base62
+/// characters of a SHA-256 of its description, so every connection of one
+/// tunnel names the same parent.
+pub fn tunnel_uid(tunnel: &str) -> String {
+    base62_uid(&Sha256::digest(tunnel.as_bytes()))
+}
+
+/// "C" and 17 base62 characters of the first 16 bytes of `d`.
+fn base62_uid(d: &[u8]) -> String {
     let mut b = [0u8; 16];
     b.copy_from_slice(&d[..16]);
     let mut v = u128::from_be_bytes(b);
@@ -329,7 +344,7 @@ pub fn line(r: &FlowRecord, community_id: Option<&str>) -> String {
         r.orig.bytes.to_string(),
         r.resp.pkts.to_string(),
         r.resp.bytes.to_string(),
-        "-".into(),
+        r.tunnel.as_deref().map_or_else(|| "-".into(), tunnel_uid),
         r.proto.0.to_string(),
         community_id.unwrap_or("-").to_string(),
     ];
@@ -409,8 +424,18 @@ mod tests {
         assert!(a[1..].bytes().all(|b| b.is_ascii_alphanumeric()));
         let l = line(&mk(1000, 1), Some("1:x="));
         assert_eq!(l.trim_end().split('\t').count(), 23);
+        // No tunnel parent, then ip_proto and community_id.
         assert!(l.ends_with("\t-\t6\t1:x=\n"), "{l}");
         assert!(l.contains("\t-\t-\t-\tS0\t"), "{l}");
+        // A tunnelled connection: another uid, and its tunnel's uid as parent.
+        let t = FlowRecord {
+            tunnel: Some("vxlan 10.0.0.1<->10.0.0.2 vni 5".into()),
+            ..mk(1000, 1)
+        };
+        assert_ne!(uid(&t), a);
+        let parent = tunnel_uid("vxlan 10.0.0.1<->10.0.0.2 vni 5");
+        assert_ne!(parent, tunnel_uid("vxlan 10.0.0.1<->10.0.0.2 vni 6"));
+        assert!(line(&t, None).ends_with(&format!("\t{parent}\t6\t-\n")));
     }
 
     #[test]

@@ -139,6 +139,11 @@ pub fn seeds() -> Vec<Seed> {
         v.extend_from_slice(e.as_bytes());
         out.push(("filter", format!("expr-{i}"), v));
     }
+    // encap: a selector (outer protocol and UDP port: sel % 6 over IP-in-IP,
+    // IPv6-in-IP, GRE, VXLAN, GENEVE, GTP-U; link EtherType: sel / 6 % 4 over
+    // PPPoE, MPLS, MPLS multicast, VLAN), then the outer payload: every
+    // generated encapsulation's, with TCP inside.
+    out.extend(encap_seeds());
     // options: option values as typed.
     for (i, o) in [
         "10KiB",
@@ -161,6 +166,45 @@ pub fn seeds() -> Vec<Seed> {
     out
 }
 
+/// Seeds of the `encap` target, from [`crate::tunnel`]'s encapsulations.
+fn encap_seeds() -> Vec<Seed> {
+    use crate::tunnel::{conversation, tunnel_flows, Encap};
+    let mut out = Vec::new();
+    for (i, t) in tunnel_flows().into_iter().enumerate() {
+        let Some((_, inner)) = conversation(t.client, t.server).into_iter().nth(3) else {
+            continue;
+        };
+        let frame = t.encap.wrap(t.outer_client, t.outer_server, &inner, 1);
+        let ip = frame.get(14..).unwrap_or_default();
+        let ip_header = if ip.first().is_some_and(|b| b >> 4 == 6) {
+            40
+        } else {
+            20
+        };
+        let (sel, skip) = match t.encap {
+            Encap::Pppoe { .. } => (0u8, 0usize),
+            Encap::Mpls { .. } => (6, 0),
+            Encap::IpInIp if inner.first().is_some_and(|b| b >> 4 == 6) => (1, ip_header),
+            Encap::IpInIp => (0, ip_header),
+            Encap::Gre { .. } | Encap::ErspanII { .. } | Encap::ErspanIII { .. } => (2, ip_header),
+            Encap::Vxlan { .. } => (3, ip_header + 8),
+            Encap::Geneve { .. } => (4, ip_header + 8),
+            Encap::GtpU { .. } => (5, ip_header + 8),
+        };
+        // Link-level encapsulations keep their header (the target puts the
+        // EtherType in front); the others start at the outer payload.
+        let body = if t.encap.has_outer_ip() {
+            ip.get(skip..).unwrap_or_default()
+        } else {
+            ip
+        };
+        let mut v = vec![sel];
+        v.extend_from_slice(body);
+        out.push(("encap", format!("{}-{i}", t.encap.name()), v));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,6 +222,7 @@ mod tests {
             "bpf",
             "filter",
             "options",
+            "encap",
         ] {
             assert!(a.iter().any(|(n, _, _)| *n == t), "{t}");
         }

@@ -50,6 +50,7 @@ pub mod prng;
 pub mod sample;
 pub mod tcp;
 pub mod truth;
+pub mod tunnel;
 pub mod udp;
 
 pub use attack::{AttackStats, Profile};

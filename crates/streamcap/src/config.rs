@@ -106,6 +106,17 @@ pub struct Config {
     /// (`StreamInfo::processing_ns`). Costs two clock reads per callback;
     /// turn it off when nobody reads it.
     pub measure_processing_time: bool,
+    /// UDP ports (either side) whose datagrams are VXLAN (default 4789).
+    pub vxlan_ports: Vec<u16>,
+    /// UDP ports (either side) whose datagrams are GENEVE (default 6081).
+    pub geneve_ports: Vec<u16>,
+    /// UDP ports (either side) whose datagrams are GTP-U (default 2152).
+    pub gtp_ports: Vec<u16>,
+    /// Tunnels opened at most inside one another (IP-in-IP, GRE, ERSPAN,
+    /// VXLAN, GENEVE, GTP-U); a packet nested deeper is counted as
+    /// [`crate::decode::DecodeError::EncapLimit`] and only its outer flows
+    /// see it. 0 opens no tunnel.
+    pub max_tunnel_depth: usize,
 }
 
 const SEC: u64 = 1_000_000_000;
@@ -137,6 +148,10 @@ impl Default for Config {
             max_seq_jump: 1 << 30,
             defrag: DefragConfig::default(),
             measure_processing_time: true,
+            vxlan_ports: vec![4789],
+            geneve_ports: vec![6081],
+            gtp_ports: vec![2152],
+            max_tunnel_depth: 4,
         }
     }
 }

@@ -60,7 +60,7 @@ pub struct GlobalStats {
     /// Frames cut by the snapshot length.
     pub truncated_packets: u64,
     /// Frames that produced no usable packet, by reason ([`DecodeError::index`]).
-    pub decode_errors: [u64; 5],
+    pub decode_errors: [u64; DecodeError::COUNT],
     /// IP fragments seen.
     pub fragments: u64,
     /// Packets per protocol class ([`ProtoClass`] index).

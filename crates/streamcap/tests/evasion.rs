@@ -28,8 +28,12 @@
 mod support;
 
 use etherparse::{IpNumber, Ipv4Header, Ipv6FragmentHeader, Ipv6Header, UdpHeader};
+use streamcap::decode::DecodeError;
 use streamcap::deliver::StreamErrors;
-use streamcap::{Config, GlobalStats, OverlapPolicy, ReassemblyMode};
+use streamcap::Worker;
+use streamcap::{
+    Config, GlobalStats, LinkType, OverlapPolicy, RawPacket, ReassemblyMode, Timestamp,
+};
 use support::*;
 
 fn client() -> Ep {
@@ -260,6 +264,56 @@ fn tcp_overlaps_of_delivered_bytes_keep_the_first_copy_under_every_policy() {
                 "{ctx}"
             );
         }
+    }
+}
+
+/// An insertion through a bogus IPv4 total length: a segment whose total
+/// length is below its header length (but not 0, which TSO captures show)
+/// is dropped by the receiver (Linux `ip_rcv_core`), so it must not become
+/// stream data. Sent first, in order, it would be delivered at once and win
+/// against the real segment under every policy; it is dropped and counted
+/// as a bad IP header instead, on the per-packet path and on the batch path
+/// (whose fast path reads plain IPv4 frames itself).
+#[test]
+fn tcp_insertion_through_a_bogus_ip_total_length_is_dropped() {
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 7_000, 90_000);
+    c.handshake();
+    let mut evil = tcp(cl, sv, c.cseq, c.sseq, ACK | PSH, b"GET /evil");
+    evil[14 + 2..14 + 4].copy_from_slice(&19u16.to_be_bytes());
+    c.frames.push(evil);
+    c.client(b"GET /good", 100);
+    for policy in OverlapPolicy::ALL {
+        let (r, stats) = run(policy, &c.frames);
+        assert_eq!(r.get(0, "orig").data, b"GET /good", "{policy}");
+        assert_eq!(stats.decode_error(DecodeError::BadIpHeader), 1, "{policy}");
+        let mut cfg = Config {
+            policy,
+            ..Config::default()
+        };
+        cfg.defrag.policy = policy;
+        let mut w = Worker::new(cfg, Recorder::default());
+        let pkts: Vec<RawPacket<'_>> = c
+            .frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| RawPacket {
+                ts: Timestamp::from_secs_nanos(1_000, i as u64 * 1_000_000),
+                link: LinkType::ETHERNET,
+                data: f,
+                orig_len: f.len() as u32,
+                record: i as u64 + 1,
+                interface: 0,
+            })
+            .collect();
+        w.process_batch(&pkts);
+        let stats = w.finish();
+        assert_eq!(
+            w.handler().get(0, "orig").data,
+            b"GET /good",
+            "{policy} (batch)"
+        );
+        assert_eq!(stats.decode_error(DecodeError::BadIpHeader), 1, "{policy}");
     }
 }
 

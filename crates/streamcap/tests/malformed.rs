@@ -163,22 +163,67 @@ fn ipv4_cut_inside_the_header_is_a_bad_ip_header() {
     assert_decode_error(&r, &stats, DecodeError::BadIpHeader, "12-byte IPv4 header");
 }
 
-/// A total length below the header length (0 in TSO/GSO captures) is not
-/// trusted: the packet extends to the end of the frame.
+/// A total length of 0 (TSO/GSO captures: the NIC fills it in after the
+/// capture point) is not trusted: the packet extends to the end of the frame.
 #[test]
-fn ipv4_total_length_below_the_header_falls_back_to_the_frame() {
-    for total in [0u16, 10, 19] {
+fn ipv4_total_length_zero_falls_back_to_the_frame() {
+    let f = patch(tcp_frame(b"hello"), IP_TOTAL_LEN, &0u16.to_be_bytes());
+    let (r, stats) = run(&[f]);
+    assert_eq!(stats.malformed(), 0);
+    let o = r.get(0, "orig");
+    assert_eq!(o.data, b"hello");
+    let info = o.closed.as_ref().expect("closed");
+    assert_eq!(info.counters.bytes, 45, "IP length = bytes present");
+    assert!(!info.errors.contains(StreamErrors::TRUNCATED));
+}
+
+/// Any other total length below the header length is dropped as the host
+/// drops it (Linux `ip_rcv_core`): a bad IP header, no flow, no data.
+#[test]
+fn ipv4_total_length_below_the_header_is_a_bad_ip_header() {
+    for total in [1u16, 10, 19] {
         let f = patch(tcp_frame(b"hello"), IP_TOTAL_LEN, &total.to_be_bytes());
         let (r, stats) = run(&[f]);
-        assert_eq!(stats.malformed(), 0, "total {total}");
-        let o = r.get(0, "orig");
-        assert_eq!(o.data, b"hello", "total {total}");
-        let info = o.closed.as_ref().expect("closed");
-        assert_eq!(
-            info.counters.bytes, 45,
-            "total {total}: IP length = bytes present"
+        assert_decode_error(
+            &r,
+            &stats,
+            DecodeError::BadIpHeader,
+            &format!("total {total}"),
         );
-        assert!(!info.errors.contains(StreamErrors::TRUNCATED));
+    }
+}
+
+/// IPv4 options that a host rejects (Linux `ip_options_compile`: a length
+/// running past the header, below 2, a bad record-route pointer) drop the
+/// packet: a bad IP header, no flow, no data. Sound options do not.
+#[test]
+fn ipv4_malformed_options_are_a_bad_ip_header() {
+    /// `opts` (a multiple of 4 bytes) inserted as IPv4 options.
+    fn with_options(opts: &[u8]) -> Vec<u8> {
+        let mut f = tcp_frame(b"x");
+        f.splice(L4..L4, opts.iter().copied());
+        f[IP] = 0x40 | (5 + opts.len() / 4) as u8;
+        let total = u16::from_be_bytes([f[IP_TOTAL_LEN], f[IP_TOTAL_LEN + 1]]) + opts.len() as u16;
+        f[IP_TOTAL_LEN..IP_TOTAL_LEN + 2].copy_from_slice(&total.to_be_bytes());
+        f
+    }
+    for (name, opts) in [
+        ("length past the header", &[0x94u8, 8, 0, 0][..]),
+        ("length 1", &[1, 1, 0x44, 1][..]),
+        ("kind without a length", &[1, 1, 1, 0x83][..]),
+        ("record route pointer 3", &[7, 7, 3, 0, 0, 0, 0, 0][..]),
+    ] {
+        let (r, stats) = run(&[with_options(opts)]);
+        assert_decode_error(&r, &stats, DecodeError::BadIpHeader, name);
+    }
+    for (name, opts) in [
+        ("NOPs and EOL", &[1u8, 1, 1, 0][..]),
+        ("router alert", &[0x94, 4, 0, 0][..]),
+        ("record route", &[7, 7, 4, 0, 0, 0, 0, 0][..]),
+    ] {
+        let (r, stats) = run(&[with_options(opts)]);
+        assert_eq!(stats.malformed(), 0, "{name}");
+        assert_eq!(r.get(0, "orig").data, b"x", "{name}");
     }
 }
 
@@ -356,7 +401,7 @@ fn bad_checksums_are_processed_normally() {
         IP_CHECKSUM,
     ));
     let (r, stats) = run(&frames);
-    assert_eq!(stats.decode_errors, [0; 5]);
+    assert_eq!(stats.decode_errors, [0; DecodeError::COUNT]);
     assert_eq!(stats.packets, frames.len() as u64);
     let o = r.get(0, "orig");
     assert_eq!(o.data, b"GET / HTTP/1.0\r\n\r\n");

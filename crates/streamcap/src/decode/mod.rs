@@ -6,10 +6,18 @@
 //! with [`etherparse`]'s lax slicer, which tolerates packets cut by the snapshot
 //! length. A packet whose payload was cut is decoded as far as it goes and
 //! flagged [`NetPacket::truncated`]; nothing is read past the captured bytes.
+//!
+//! Encapsulations: PPPoE sessions and MPLS label stacks are link layers
+//! (`link`); IP-level tunnels (IP-in-IP, 6in4, GRE, ERSPAN, VXLAN, GENEVE,
+//! GTP-U) are opened by [`tunnel::Decapsulator`] once the outer packet's
+//! transport layer is known, and their inner packets decoded again from the
+//! link layer they start with.
 
 pub mod defrag;
+mod ip_options;
 mod link;
 mod transport;
+pub mod tunnel;
 
 pub use link::{decode_link, LinkError};
 pub use transport::{decode_transport, IcmpMessage, TcpFlags, TcpSegment, Transport, UdpDatagram};
@@ -30,16 +38,29 @@ pub enum DecodeError {
     BadTransportHeader,
     /// The link type is not supported.
     UnsupportedLink,
+    /// An encapsulation header (PPPoE, MPLS, GRE, ERSPAN, VXLAN, GENEVE,
+    /// GTP-U, IP-in-IP) is cut short or invalid: the packet inside it is not
+    /// decoded (the outer packet's own flow, if it has one, still counts it).
+    BadEncapsulation,
+    /// Tunnels nested deeper than [`crate::Config::max_tunnel_depth`], or a
+    /// new tunnel when the tunnel table is full
+    /// ([`crate::flow::MAX_TUNNELS`]): the inner packet is not decoded.
+    EncapLimit,
 }
 
 impl DecodeError {
+    /// How many kinds there are.
+    pub const COUNT: usize = 7;
+
     /// Every kind, for reports.
-    pub const ALL: [DecodeError; 5] = [
+    pub const ALL: [DecodeError; DecodeError::COUNT] = [
         DecodeError::TruncatedLink,
         DecodeError::NotIp,
         DecodeError::BadIpHeader,
         DecodeError::BadTransportHeader,
         DecodeError::UnsupportedLink,
+        DecodeError::BadEncapsulation,
+        DecodeError::EncapLimit,
     ];
 
     /// A short name for reports.
@@ -50,6 +71,8 @@ impl DecodeError {
             DecodeError::BadIpHeader => "bad_ip_header",
             DecodeError::BadTransportHeader => "bad_transport_header",
             DecodeError::UnsupportedLink => "unsupported_link",
+            DecodeError::BadEncapsulation => "bad_encapsulation",
+            DecodeError::EncapLimit => "encap_limit",
         }
     }
 
@@ -86,7 +109,8 @@ pub struct NetPacket<'a> {
     pub proto: u8,
     /// IP-layer length of the packet on the wire (IPv4 total length; IPv6 40 + payload length).
     pub ip_len: u32,
-    /// Offset of the IP header within the frame.
+    /// Offset of the IP header within the frame it was decoded from (for a
+    /// packet inside a tunnel: within the tunnel's inner frame).
     pub ip_offset: usize,
     /// Fragment position, for IP fragments.
     pub fragment: Option<FragmentInfo>,
@@ -96,9 +120,24 @@ pub struct NetPacket<'a> {
     pub payload_wire_len: u32,
     /// The capture cut this packet (fewer payload bytes present than on the wire).
     pub truncated: bool,
+    /// The tunnel the packet came through ([`crate::flow::tunnel_id`]; 0
+    /// for a packet that is not inside a tunnel): part of its flow key.
+    pub tunnel: u32,
 }
 
 impl NetPacket<'_> {
+    /// What tells this packet's fragments apart from other datagrams'
+    /// beside addresses, identification and protocol: the folded VLAN tags,
+    /// or inside a tunnel the tunnel's number with bit 31 set (folded VLAN
+    /// tags never set it, and tunnel numbers stay below 2^31).
+    pub fn fragment_context(&self) -> u32 {
+        if self.tunnel == 0 {
+            self.vlan_key()
+        } else {
+            0x8000_0000 | self.tunnel
+        }
+    }
+
     /// The VLAN tags folded into one number for flow keys (outer << 16 | inner, +1 each so that
     /// "untagged" differs from VLAN 0).
     pub fn vlan_key(&self) -> u32 {
@@ -123,7 +162,18 @@ impl NetPacket<'_> {
 /// `tests::ipv6_fast_path_agrees_with_etherparse`).
 #[inline]
 pub fn decode_ip(link: crate::LinkType, frame: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
-    let l = decode_link(link, frame)?;
+    let l = match decode_link(link, frame) {
+        Ok(l) => l,
+        Err(DecodeError::NotIp) => return decode_encapsulated(link, frame),
+        Err(e) => return Err(e),
+    };
+    decode_ip_at(l, frame)
+}
+
+/// The IP layer of `frame`, whose IP header [`decode_link`] (or
+/// [`link::encapsulated`]) found as `l`.
+#[inline(always)]
+fn decode_ip_at(l: link::LinkInfo, frame: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
     let ip_bytes = frame.get(l.ip_offset..).ok_or(DecodeError::TruncatedLink)?;
     match ip_bytes.first() {
         Some(b) if b >> 4 == 4 => decode_ipv4(l, ip_bytes),
@@ -132,13 +182,41 @@ pub fn decode_ip(link: crate::LinkType, frame: &[u8]) -> Result<NetPacket<'_>, D
     }
 }
 
+/// [`decode_ip`] for a frame whose EtherType is not IP: PPPoE sessions and
+/// MPLS label stacks lead to IP ([`link::encapsulated`]); anything else is
+/// [`DecodeError::NotIp`].
+#[cold]
+#[inline(never)]
+fn decode_encapsulated(link: crate::LinkType, frame: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
+    let l = link::encapsulated(link, frame)?;
+    decode_ip_at(l, frame)
+}
+
 fn be16(b: &[u8], at: usize) -> u16 {
     u16::from_be_bytes([b[at], b[at + 1]])
 }
 
-/// IPv4 with options, lax about lengths like etherparse's lax slicer: a total
-/// length of zero or below the header length (TSO captures) falls back to the
-/// bytes present.
+/// The IP-layer length of an IPv4 packet of `present` bytes whose header is
+/// `ihl` bytes long and whose total-length field says `total`, as a receiver
+/// takes it: a total length of 0 is what a capture of TCP segmentation
+/// offload shows (the NIC fills it in later; Wireshark's heuristic), so the
+/// bytes present count; any other total length below the header's is
+/// invalid and the packet is dropped, as Linux drops it (`ip_rcv_core`),
+/// instead of taking the bytes present as its payload (an insertion).
+#[inline(always)]
+fn ipv4_ip_len(total: usize, ihl: usize, present: usize) -> Result<usize, DecodeError> {
+    match total {
+        0 => Ok(present),
+        t if t < ihl => Err(DecodeError::BadIpHeader),
+        t => Ok(t),
+    }
+}
+
+/// IPv4 with options, lax about lengths like etherparse's lax slicer (a
+/// total length past the bytes present means a cut packet) except where a
+/// host drops the packet: a total length below the header length other than
+/// 0 ([`ipv4_ip_len`]) and malformed options
+/// ([`ip_options::ipv4_options_valid`]) are [`DecodeError::BadIpHeader`].
 #[inline]
 fn decode_ipv4(l: link::LinkInfo, b: &[u8]) -> Result<NetPacket<'_>, DecodeError> {
     let h = b.get(..20).ok_or(DecodeError::BadIpHeader)?;
@@ -146,8 +224,10 @@ fn decode_ipv4(l: link::LinkInfo, b: &[u8]) -> Result<NetPacket<'_>, DecodeError
     if ihl < 20 || b.len() < ihl {
         return Err(DecodeError::BadIpHeader);
     }
-    let total = usize::from(be16(h, 2));
-    let ip_len = if total < ihl { b.len() } else { total };
+    let ip_len = ipv4_ip_len(usize::from(be16(h, 2)), ihl, b.len())?;
+    if ihl > 20 && !ip_options::ipv4_options_valid(&b[20..ihl]) {
+        return Err(DecodeError::BadIpHeader);
+    }
     let end = ip_len.min(b.len());
     let flags = be16(h, 6);
     let (more, offset) = (flags & 0x2000 != 0, u32::from(flags & 0x1fff) * 8);
@@ -170,6 +250,7 @@ fn decode_ipv4(l: link::LinkInfo, b: &[u8]) -> Result<NetPacket<'_>, DecodeError
         payload,
         payload_wire_len,
         truncated: (payload.len() as u32) < payload_wire_len,
+        tunnel: 0,
     })
 }
 
@@ -210,6 +291,7 @@ fn decode_ipv6(l: link::LinkInfo, b: &[u8]) -> Result<NetPacket<'_>, DecodeError
         payload,
         payload_wire_len,
         truncated: (payload.len() as u32) < payload_wire_len,
+        tunnel: 0,
     })
 }
 
@@ -222,6 +304,7 @@ fn decode_ip_etherparse(l: link::LinkInfo, ip_bytes: &[u8]) -> Result<NetPacket<
     let payload = ip.payload();
     let payload_start =
         (payload.payload.as_ptr() as usize).saturating_sub(ip_bytes.as_ptr() as usize);
+    let mut final_dst = None;
     let (ip_len, fragment) = match &ip {
         etherparse::LaxIpSlice::Ipv4(v4) => {
             let h = v4.header();
@@ -234,14 +317,12 @@ fn decode_ip_etherparse(l: link::LinkInfo, ip_bytes: &[u8]) -> Result<NetPacket<
             } else {
                 None
             };
-            let total = u32::from(h.total_len());
-            // A zero or undersized total length (TSO captures) falls back to what is present.
-            let ip_len = if total < u32::from(h.ihl()) * 4 {
-                ip_bytes.len() as u32
-            } else {
-                total
-            };
-            (ip_len, frag)
+            let ihl = usize::from(h.ihl()) * 4;
+            let ip_len = ipv4_ip_len(usize::from(h.total_len()), ihl, ip_bytes.len())?;
+            if !ip_options::ipv4_options_valid(h.options()) {
+                return Err(DecodeError::BadIpHeader);
+            }
+            (ip_len as u32, frag)
         }
         etherparse::LaxIpSlice::Ipv6(v6) => {
             let plen = u32::from(v6.header().payload_length());
@@ -255,7 +336,9 @@ fn decode_ip_etherparse(l: link::LinkInfo, ip_bytes: &[u8]) -> Result<NetPacket<
             // extension iterator reads out of bounds on some headers cut
             // short by the lax slicer: found by the `decode` fuzz target).
             let exts = ip_bytes.get(40..payload_start).unwrap_or(&[]);
-            (ip_len, ipv6_fragment(v6.header().next_header().0, exts))
+            let e = ipv6_extensions(v6.header().next_header().0, exts);
+            final_dst = e.final_dst;
+            (ip_len, e.fragment)
         }
     };
     let payload_wire_len = ip_len.saturating_sub(payload_start as u32);
@@ -264,7 +347,7 @@ fn decode_ip_etherparse(l: link::LinkInfo, ip_bytes: &[u8]) -> Result<NetPacket<
         vlan: l.vlan,
         inner_vlan: l.inner_vlan,
         src: ip.source_addr(),
-        dst: ip.destination_addr(),
+        dst: final_dst.map_or_else(|| ip.destination_addr(), IpAddr::V6),
         proto: payload.ip_number.0,
         ip_len,
         ip_offset: l.ip_offset,
@@ -272,14 +355,30 @@ fn decode_ip_etherparse(l: link::LinkInfo, ip_bytes: &[u8]) -> Result<NetPacket<
         payload: payload.payload,
         payload_wire_len: payload_wire_len.max(payload.payload.len() as u32),
         truncated,
+        tunnel: 0,
     })
 }
 
-/// The fragment header among IPv6 extension headers `exts` (the chain that
-/// starts with next-header `first`), if it fragments the payload. Stops at
-/// the first header it does not know or that does not fit.
-fn ipv6_fragment(first: u8, exts: &[u8]) -> Option<FragmentInfo> {
-    let (mut next, mut at, mut frag) = (first, 0usize, None);
+/// What the IPv6 extension headers of a packet change about it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+struct Ipv6Exts {
+    /// The fragment header's position, if it fragments the payload.
+    fragment: Option<FragmentInfo>,
+    /// The final destination named by a routing header with segments left:
+    /// the packet's destination as its transport sees it (the pseudo-header
+    /// of the transport checksum), and as tshark keys the conversation.
+    final_dst: Option<std::net::Ipv6Addr>,
+}
+
+/// Reads the extension headers `exts` (the chain that starts with
+/// next-header `first`). Stops at the first header it does not know or that
+/// does not fit. The first routing header with segments left names the
+/// final destination: the last address of a type 0 (RFC 2460, deprecated
+/// by RFC 5095) or type 2 (Mobile IPv6 home address) header, Segment
+/// List\[0\] of a segment routing header (type 4, RFC 8754). Other types
+/// (RPL's compressed type 3) leave the destination as it is.
+fn ipv6_extensions(first: u8, exts: &[u8]) -> Ipv6Exts {
+    let (mut next, mut at, mut out) = (first, 0usize, Ipv6Exts::default());
     // A chain longer than this is not a real packet; give up rather than loop.
     for _ in 0..32 {
         let h = exts.get(at..).unwrap_or(&[]);
@@ -290,12 +389,12 @@ fn ipv6_fragment(first: u8, exts: &[u8]) -> Option<FragmentInfo> {
             (51, Some(&n)) => (usize::from(n) + 2) * 4,
             (44, _) => {
                 let Some(f) = h.get(..8) else {
-                    return frag;
+                    return out;
                 };
                 let fo = u16::from_be_bytes([f[2], f[3]]);
                 let (offset, more) = (u32::from(fo & 0xfff8), fo & 1 != 0);
                 if offset != 0 || more {
-                    frag = Some(FragmentInfo {
+                    out.fragment = Some(FragmentInfo {
                         id: u32::from_be_bytes([f[4], f[5], f[6], f[7]]),
                         offset,
                         more,
@@ -303,15 +402,37 @@ fn ipv6_fragment(first: u8, exts: &[u8]) -> Option<FragmentInfo> {
                 }
                 8
             }
-            _ => return frag,
+            _ => return out,
         };
-        if h.len() < len {
-            return frag;
+        let Some(header) = h.get(..len) else {
+            return out;
+        };
+        if next == 43 && out.final_dst.is_none() {
+            out.final_dst = routing_final_destination(header);
         }
-        next = h[0];
+        next = header[0];
         at += len;
     }
-    frag
+    out
+}
+
+/// The final destination a routing header (`rh`, whole) names, if it has
+/// segments left and is of a type that names one (see [`ipv6_extensions`]).
+fn routing_final_destination(rh: &[u8]) -> Option<std::net::Ipv6Addr> {
+    let (&kind, &segments_left) = (rh.get(2)?, rh.get(3)?);
+    if segments_left == 0 {
+        return None;
+    }
+    let addresses = rh.get(8..)?;
+    let at = match kind {
+        // The last of the addresses that fill the header.
+        0 | 2 => (addresses.len() / 16).checked_sub(1)? * 16,
+        // Segment List[0] is the last segment, the final destination.
+        4 => 0,
+        _ => return None,
+    };
+    let a: [u8; 16] = addresses.get(at..at + 16)?.try_into().ok()?;
+    Some(a.into())
 }
 
 #[cfg(test)]
@@ -394,14 +515,73 @@ mod tests {
         let mut exts = vec![60, 0, 1, 4, 0, 0, 0, 0];
         exts.extend_from_slice(&[44, 1, 1, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         exts.extend_from_slice(&[17, 0, 0x05, 0xa9, 0xde, 0xad, 0xbe, 0xef]);
-        let f = ipv6_fragment(0, &exts).expect("fragment found");
+        let f = ipv6_extensions(0, &exts).fragment.expect("fragment found");
         assert_eq!((f.offset, f.more, f.id), (0x5a8, true, 0xdead_beef));
         for n in 0..exts.len() {
-            assert!(ipv6_fragment(0, &exts[..n]).is_none());
+            assert!(ipv6_extensions(0, &exts[..n]).fragment.is_none());
         }
         // Offset 0 without "more": not a fragment.
         let atomic = [17, 0, 0, 0, 0, 0, 0, 1];
-        assert!(ipv6_fragment(44, &atomic).is_none());
+        assert!(ipv6_extensions(44, &atomic).fragment.is_none());
+    }
+
+    /// An IPv6 packet to `dst` whose extension headers `exts` (starting
+    /// with a routing header) end in UDP 1111 -> 2222.
+    fn routed_v6(dst: &str, exts: &[u8]) -> Vec<u8> {
+        let ip = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+        let mut udp = vec![0x04, 0x57, 0x08, 0xae, 0, 12, 0, 0];
+        udp.extend_from_slice(b"abcd");
+        let len = (exts.len() + udp.len()) as u16;
+        let mut v = vec![0x60, 0, 0, 0];
+        v.extend_from_slice(&len.to_be_bytes());
+        v.extend_from_slice(&[43, 64]);
+        v.extend_from_slice(&ip("2001:db8::1"));
+        v.extend_from_slice(&ip(dst));
+        v.extend_from_slice(exts);
+        v.extend_from_slice(&udp);
+        v
+    }
+
+    /// A routing header with segments left names the final destination,
+    /// which is the packet's destination (as tshark keys conversations):
+    /// the last address of types 0 and 2, Segment List\[0\] of type 4; with
+    /// no segment left, or of another type, the header's destination stays.
+    #[test]
+    fn ipv6_routing_header_final_destination() {
+        let ip = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap().octets();
+        let rh = |kind: u8, left: u8, fixed: [u8; 4], addrs: &[&str]| {
+            let mut h = vec![17, (addrs.len() * 2) as u8, kind, left];
+            h.extend_from_slice(&fixed);
+            for a in addrs {
+                h.extend_from_slice(&ip(a));
+            }
+            h
+        };
+        let cases = [
+            (
+                rh(0, 2, [0; 4], &["2001:db8::a", "2001:db8::b"]),
+                "2001:db8::b",
+            ),
+            (rh(2, 1, [0; 4], &["2001:db8::c"]), "2001:db8::c"),
+            (
+                rh(4, 1, [1, 0, 0, 0], &["2001:db8::d", "2001:db8::2"]),
+                "2001:db8::d",
+            ),
+            (rh(0, 0, [0; 4], &["2001:db8::e"]), "2001:db8::2"),
+            (rh(3, 1, [0; 4], &["2001:db8::f"]), "2001:db8::2"),
+        ];
+        for (exts, want) in cases {
+            let f = routed_v6("2001:db8::2", &exts);
+            let p = decode_ip(LinkType::RAW, &f).unwrap();
+            assert_eq!(p.dst, want.parse::<IpAddr>().unwrap(), "{exts:02x?}");
+            assert_eq!(p.src, "2001:db8::1".parse::<IpAddr>().unwrap());
+            assert_eq!(p.proto, 17);
+            // A cut routing header leaves the header's destination.
+            for n in 0..exts.len() {
+                let cut = routed_v6("2001:db8::2", &exts[..n]);
+                let _ = decode_ip(LinkType::RAW, &cut);
+            }
+        }
     }
 
     #[test]

@@ -47,8 +47,14 @@ pub(crate) fn plain_ipv4_fragment<'p>(
     if eth[12..14] != [0x08, 0] || h[0] != 0x45 || flags & 0x3fff == 0 {
         return None;
     }
+    // A total length of 0 (TSO captures) means the bytes present; one
+    // below the header's is left to the general decoder (a bad IP header).
     let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
-    let ip_len = if total < 20 { b.len() } else { total };
+    let ip_len = match total {
+        0 => b.len(),
+        1..20 => return None,
+        _ => total,
+    };
     let payload = b.get(20..ip_len.min(b.len()))?;
     let payload_wire_len = (ip_len - 20) as u32;
     let f = FragmentInfo {
@@ -68,6 +74,7 @@ pub(crate) fn plain_ipv4_fragment<'p>(
         payload,
         payload_wire_len,
         truncated: (payload.len() as u32) < payload_wire_len,
+        tunnel: 0,
     };
     Some((net, f))
 }
@@ -196,6 +203,10 @@ impl<H: Handler> Worker<H> {
             return;
         }
         if let Ok(transport) = decode_transport(net.proto, net.payload, net.payload_wire_len) {
+            if self.decap.carrier(net.proto, &transport) {
+                // Opened on the per-packet path.
+                return;
+            }
             *slot = Prepared::Ready(Ready {
                 flow: self.flow_of(net, &transport),
                 transport,
@@ -230,14 +241,26 @@ impl<H: Handler> Worker<H> {
         if proto != 6 && proto != 17 {
             return None;
         }
-        // As the general decoder: a total length below the header's (TSO
-        // captures) means the bytes present.
+        // As the general decoder: a total length of 0 (TSO captures) means
+        // the bytes present; one below the header's is left to the general
+        // decoder, which counts it as a bad IP header.
         let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
-        let ip_len = if total < 20 { b.len() } else { total };
+        let ip_len = if total < 20 {
+            if total != 0 {
+                return None;
+            }
+            b.len()
+        } else {
+            total
+        };
         let payload = b.get(20..ip_len.min(b.len()))?;
         let wire = (ip_len - 20) as u32;
         let transport = decode_transport(proto, payload, wire).ok()?;
         let (sport, dport) = ports(&transport);
+        if proto == 17 && self.decap.udp_carrier(sport, dport) {
+            // A tunnel is opened on the per-packet path.
+            return None;
+        }
         let src = [h[12], h[13], h[14], h[15]];
         let dst = [h[16], h[17], h[18], h[19]];
         Some(Ready {

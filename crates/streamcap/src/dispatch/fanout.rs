@@ -25,6 +25,7 @@
 //! summed statistics count each frame once.
 
 use crate::decode::defrag::FragKey;
+use crate::decode::tunnel::Decapsulator;
 use crate::decode::NetPacket;
 use crate::flow::FlowKey;
 use hashbrown::DefaultHashBuilder;
@@ -79,6 +80,9 @@ pub struct Shard {
     count: usize,
     mode: Fanout,
     hasher: DefaultHashBuilder,
+    /// The UDP tunnel ports: tunnel packets are owned by their outer
+    /// addresses alone (see [`Shard::owns_packet`]).
+    tunnels: Option<Decapsulator>,
 }
 
 impl Shard {
@@ -93,8 +97,16 @@ impl Shard {
                 count,
                 mode,
                 hasher,
+                tunnels: None,
             })
             .collect()
+    }
+
+    /// This shard, taking UDP datagrams to or from the tunnel ports of
+    /// `d` as tunnel packets (every shard of a run needs the same).
+    pub fn with_tunnels(mut self, d: Decapsulator) -> Shard {
+        self.tunnels = Some(d);
+        self
     }
 
     /// This worker's index.
@@ -128,7 +140,11 @@ impl Shard {
     /// whose transport header starts `transport`: the ports are read from
     /// its first four bytes for TCP and UDP, exactly as the engine keys the
     /// flow. A header too short to hold ports is keyed without them, so it
-    /// still has exactly one owner (which counts the decode error).
+    /// still has exactly one owner (which counts the decode error). UDP
+    /// tunnel packets ([`Shard::with_tunnels`]) are keyed without their
+    /// ports too: a VXLAN sender picks the source port per inner flow, so
+    /// the two directions of one inner connection come in outer datagrams
+    /// with different ports, and must meet in one worker.
     pub fn owns_packet(&self, net: &NetPacket<'_>, transport: &[u8]) -> bool {
         let (sport, dport) = match (net.proto, transport.get(..4)) {
             (6 | 17, Some(p)) => (
@@ -137,6 +153,12 @@ impl Shard {
             ),
             _ => (0, 0),
         };
+        let tunnel = net.proto == 17
+            && self
+                .tunnels
+                .as_ref()
+                .is_some_and(|d| d.udp_carrier(sport, dport));
+        let (sport, dport) = if tunnel { (0, 0) } else { (sport, dport) };
         let (key, _) = FlowKey::new(net.src, sport, net.dst, dport, net.proto, net.vlan_key());
         self.owns_key(&key)
     }

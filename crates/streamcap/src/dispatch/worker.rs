@@ -12,6 +12,7 @@
 
 use crate::config::Config;
 use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment};
+use crate::decode::tunnel::Decapsulator;
 use crate::decode::{decode_ip, decode_transport, FragmentInfo, NetPacket, Transport};
 use crate::deliver::context::{cx, FlushQueue, Outcome};
 use crate::deliver::{Budget, BufferPool, EndReason, Handler, PacketRecord, StreamParams};
@@ -75,6 +76,8 @@ pub struct Worker<H: Handler> {
     /// cutoff class), so payload may be copied into chunk buffers: worth
     /// prefetching their ends in [`Worker::process_batch`].
     pub(crate) copies_payload: bool,
+    /// Finds tunnels (IP-in-IP, GRE, VXLAN, ...) and opens them.
+    pub(crate) decap: Decapsulator,
 }
 
 impl<H: Handler> Worker<H> {
@@ -85,6 +88,7 @@ impl<H: Handler> Worker<H> {
             || cfg.cutoff_classes.iter().any(|c| c.cutoff() > 0);
         Worker {
             copies_payload,
+            decap: Decapsulator::from_config(&cfg),
             budget: Budget::new(cfg.memory_size),
             pool: BufferPool::default(),
             defrag: Defragmenter::new(cfg.defrag.clone()),
@@ -111,7 +115,7 @@ impl<H: Handler> Worker<H> {
     /// without counting them (see [`crate::dispatch::fanout`]). Every worker
     /// of the run must see every packet, in the same order.
     pub fn with_shard(mut self, shard: Shard) -> Self {
-        self.shard = Some(shard);
+        self.shard = Some(shard.with_tunnels(self.decap.clone()));
         self
     }
 
@@ -228,9 +232,12 @@ impl<H: Handler> Worker<H> {
             dst: net.dst,
             id: f.id,
             proto: net.proto,
-            vlan: net.vlan_key(),
+            vlan: net.fragment_context(),
         };
-        if self.shard.as_ref().is_none_or(|s| s.owns_fragment(&key)) {
+        if net.tunnel != 0 {
+            // Inside a tunnel: its frame was counted with the outer packet.
+            self.stats.fragments += 1;
+        } else if self.shard.as_ref().is_none_or(|s| s.owns_fragment(&key)) {
             self.count_frame(pkt);
             self.stats.ip_packets += 1;
             self.stats.fragments += 1;
@@ -245,10 +252,11 @@ impl<H: Handler> Worker<H> {
         {
             DefragOutcome::Pending => {}
             DefragOutcome::Complete(d) => {
-                if self
-                    .shard
-                    .as_ref()
-                    .is_some_and(|s| !s.owns_packet(net, d.data))
+                if net.tunnel == 0
+                    && self
+                        .shard
+                        .as_ref()
+                        .is_some_and(|s| !s.owns_packet(net, d.data))
                 {
                     return;
                 }
@@ -278,14 +286,8 @@ impl<H: Handler> Worker<H> {
     #[inline]
     pub(crate) fn flow_of(&self, net: &NetPacket<'_>, t: &Transport<'_>) -> FlowOf {
         let (sport, dport) = ports(t);
-        self.flow_of_key(FlowKey::new(
-            net.src,
-            sport,
-            net.dst,
-            dport,
-            net.proto,
-            net.vlan_key(),
-        ))
+        let (key, side) = FlowKey::new(net.src, sport, net.dst, dport, net.proto, net.vlan_key());
+        self.flow_of_key((key.with_tunnel(net.tunnel), side))
     }
 
     /// A packet's flow from its key and side: the key's hash added.
@@ -338,6 +340,32 @@ impl<H: Handler> Worker<H> {
         };
         let flow = self.flow_of(net, &t);
         self.handle_transport(frame, net.proto, &t, &flow, ip_len);
+        if self.decap.carrier(net.proto, &t) {
+            self.decapsulate(frame, net, &t);
+        }
+    }
+
+    /// Processes the packet inside tunnel packet `outer` (transport layer
+    /// `t`, already handled in the outer flow) as one that came through the
+    /// tunnel; its frame was counted with `outer`. A tunnel header or inner
+    /// packet that does not decode, or a tunnel past the limits, is counted
+    /// under its decode error.
+    #[inline(never)]
+    fn decapsulate(&mut self, frame: &RawPacket<'_>, outer: &NetPacket<'_>, t: &Transport<'_>) {
+        match self.decap.open(outer, t) {
+            Ok(None) => {}
+            Ok(Some(inner)) => match inner.fragment {
+                Some(f) => self.process_fragment(frame, &inner, f),
+                None => self.handle_ip(
+                    frame,
+                    &inner,
+                    inner.payload,
+                    inner.payload_wire_len,
+                    inner.ip_len,
+                ),
+            },
+            Err(e) => self.stats.decode_errors[e.index()] += 1,
+        }
     }
 
     /// Handles a decoded transport-layer packet of protocol `proto` in `flow`.

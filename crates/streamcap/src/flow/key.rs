@@ -47,7 +47,8 @@ impl Direction {
 }
 
 /// A connection's identity, the same for both directions: the two endpoints in
-/// canonical order, the transport protocol and the VLAN tags.
+/// canonical order, the transport protocol, the VLAN tags and the tunnel it
+/// came through (see [`crate::flow::tunnel_id`]).
 ///
 /// Addresses are stored as 128-bit integers (an IPv4 address in the top 32
 /// bits, so the canonical order is the order of the address bytes) with a
@@ -79,7 +80,9 @@ fn addr_bits(ip: IpAddr) -> (u128, bool) {
 }
 
 impl FlowKey {
-    /// The fields other than the addresses in one word.
+    /// The fields other than the addresses in one word: ports (bits 0-31),
+    /// protocol (32-39), family (40), VLAN tags (64-95); the tunnel number
+    /// takes bits 96-127 ([`FlowKey::with_tunnel`]).
     #[inline]
     fn pack(a_port: u16, b_port: u16, proto: u8, v6: bool, vlan: u32) -> u128 {
         u128::from(a_port)
@@ -99,6 +102,25 @@ impl FlowKey {
 
     fn v6(&self) -> bool {
         (self.rest >> 40) & 1 != 0
+    }
+
+    /// This key for a packet that came through tunnel `id`
+    /// ([`crate::flow::tunnel_id`]; 0: none).
+    #[inline(always)]
+    pub fn with_tunnel(mut self, id: u32) -> FlowKey {
+        self.rest = (self.rest & !(u128::from(u32::MAX) << 96)) | u128::from(id) << 96;
+        self
+    }
+
+    /// The number of the tunnel the flow came through (0: none).
+    pub fn tunnel_id(&self) -> u32 {
+        (self.rest >> 96) as u32
+    }
+
+    /// The tunnels the flow came through, outermost first (`None` outside
+    /// tunnels).
+    pub fn tunnel(&self) -> Option<crate::flow::Tunnel> {
+        crate::flow::tunnel(self.tunnel_id())
     }
 }
 
@@ -250,6 +272,9 @@ impl fmt::Debug for FlowKey {
         if self.vlan_key() != 0 {
             write!(f, " vlan {:#x}", self.vlan_key())?;
         }
+        if self.tunnel_id() != 0 {
+            write!(f, " tunnel {}", self.tunnel_id())?;
+        }
         Ok(())
     }
 }
@@ -290,6 +315,8 @@ mod tests {
             FlowKey::new(x, 1000, y, 80, 17, 0).0,
             FlowKey::new(x, 1000, y, 80, 6, 1).0,
             FlowKey::new(x, 1000, y, 80, 6, 1 << 31).0,
+            base.with_tunnel(1),
+            base.with_tunnel(1 << 31),
         ];
         // The same address bits, but IPv6.
         let mut v6 = base;
@@ -299,6 +326,11 @@ mod tests {
             assert_ne!(base, o, "{o:?}");
         }
         assert_eq!(base, FlowKey::new(y, 80, x, 1000, 6, 0).0);
+        let t = base.with_tunnel(7);
+        assert_eq!((t.tunnel_id(), t.with_tunnel(0)), (7, base));
+        assert_eq!(t.endpoint(Side::A), base.endpoint(Side::A));
+        assert_eq!((t.proto(), t.vlan_key()), (base.proto(), base.vlan_key()));
+        assert_eq!(std::mem::size_of::<FlowKey>(), 48);
     }
 
     /// Side A is the endpoint that sorts first by (address, port), ties

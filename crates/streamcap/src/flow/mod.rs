@@ -9,6 +9,7 @@
 //! - `termination`: ending connections and the end of the input.
 //! - `closed`: recently closed connections, whose late packets are not a
 //!   new connection.
+//! - `tunnel`: the tunnels inner flows came through, interned for their keys.
 
 pub(crate) mod closed;
 pub(crate) mod conn;
@@ -19,9 +20,11 @@ mod key;
 mod table;
 mod tcp_state;
 mod termination;
+mod tunnel;
 
 pub use key::{Direction, FlowKey, Side};
 pub use table::{FlowHash, FlowTable, ListId};
+pub use tunnel::{tunnel, tunnel_depth, tunnel_id, Tunnel, TunnelHop, MAX_TUNNELS};
 
 /// A packet's flow: the key, the packet's side of it, and the key's hash in
 /// the worker's flow table (computed once per packet).
