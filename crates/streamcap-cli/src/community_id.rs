@@ -12,6 +12,7 @@
 use base64::Engine as _;
 use sha1::{Digest, Sha1};
 use std::net::IpAddr;
+use streamcap::decode::icmp_counterpart;
 
 /// IP protocol numbers the spec treats specially.
 const ICMP: u8 = 1;
@@ -19,43 +20,6 @@ const TCP: u8 = 6;
 const UDP: u8 = 17;
 const ICMP6: u8 = 58;
 const SCTP: u8 = 132;
-
-/// The counterpart of an ICMP message type, for the types that come in
-/// request/reply pairs.
-fn icmp4_counterpart(t: u8) -> Option<u8> {
-    Some(match t {
-        8 => 0,   // echo request -> echo reply
-        0 => 8,   // echo reply -> echo request
-        13 => 14, // timestamp
-        14 => 13,
-        15 => 16, // information
-        16 => 15,
-        10 => 9, // router solicitation -> advertisement
-        9 => 10,
-        17 => 18, // address mask
-        18 => 17,
-        _ => return None,
-    })
-}
-
-/// The counterpart of an ICMPv6 message type (see [`icmp4_counterpart`]).
-fn icmp6_counterpart(t: u8) -> Option<u8> {
-    Some(match t {
-        128 => 129, // echo request -> echo reply
-        129 => 128,
-        133 => 134, // router solicitation -> advertisement
-        134 => 133,
-        135 => 136, // neighbor solicitation -> advertisement
-        136 => 135,
-        130 => 131, // multicast listener query -> report
-        131 => 130,
-        139 => 140, // node information query -> reply
-        140 => 139,
-        144 => 145, // home agent address discovery request -> reply
-        145 => 144,
-        _ => return None,
-    })
-}
 
 /// The bytes of an address as the spec hashes them (the first 4 of 16 for
 /// IPv4), on the stack.
@@ -114,13 +78,7 @@ pub fn community_id(
         TCP | UDP | SCTP => (Some((sport, dport)), false),
         ICMP | ICMP6 => {
             let t = u8::try_from(sport).ok();
-            let pair = t.and_then(|t| {
-                if proto == ICMP {
-                    icmp4_counterpart(t)
-                } else {
-                    icmp6_counterpart(t)
-                }
-            });
+            let pair = t.and_then(|t| icmp_counterpart(proto == ICMP6, t));
             match pair {
                 Some(c) => (Some((sport, u16::from(c))), false),
                 None => (Some((sport, dport)), true),
@@ -154,13 +112,13 @@ pub fn community_id(
 }
 
 /// The Community ID of a flow record (`seed`: `--community-id-seed`), or
-/// `None` when the record does not carry what the hash needs: ICMP and
-/// ICMPv6 flows (the spec hashes the message type and code, which the
-/// engine's flow key does not keep: it forms one ICMP flow per address
-/// pair) and SCTP (whose ports the engine does not read).
+/// `None` for SCTP, whose ports the engine does not read.
 pub fn of_record(r: &crate::record::FlowRecord, seed: u16) -> Option<CommunityId> {
     match r.proto.0 {
-        ICMP | ICMP6 | SCTP => None,
+        // The engine does not read SCTP's ports.
+        SCTP => None,
+        // An ICMP flow's "ports" are its type and code or counterpart type
+        // (`IcmpMessage::flow_ports`), from which the spec's are made.
         p => community_id(seed, p, r.src_ip, r.src_port, r.dst_ip, r.dst_port),
     }
 }

@@ -178,3 +178,117 @@ fn community_ids_equal_tsharks() {
         "{tunnels} flows not seen by tshark"
     );
 }
+
+/// An address pair in a fixed order, for ICMP flows.
+type Pair = (IpAddr, IpAddr);
+
+fn pair(a: IpAddr, b: IpAddr) -> Pair {
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// tshark's Community IDs of ICMP and ICMPv6 packets with a single IP
+/// header (an error message, which quotes another packet, is left out), by
+/// address pair.
+fn tshark_icmp_ids(file: &Path, seed: u16) -> HashMap<Pair, BTreeSet<String>> {
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(file)
+        .args(["--enable-protocol", "communityid"])
+        .args(["-o", &format!("communityid.seed:{seed}")])
+        .args(["-Y", "icmp or icmpv6", "-T", "fields", "-E", "occurrence=a"])
+        .args([
+            "-e", "ip.src", "-e", "ipv6.src", "-e", "ip.dst", "-e", "ipv6.dst",
+        ])
+        .args(["-e", "communityid"])
+        .output()
+        .expect("tshark runs");
+    let mut ids: HashMap<Pair, BTreeSet<String>> = HashMap::new();
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let [s4, s6, d4, d6, cid] = f[..] else {
+            continue;
+        };
+        if cid.is_empty() || f.iter().any(|x| x.contains(',')) {
+            continue;
+        }
+        let (src, dst): (IpAddr, IpAddr) = match (s4.parse(), d4.parse(), s6.parse(), d6.parse()) {
+            (Ok(s), Ok(d), _, _) | (_, _, Ok(s), Ok(d)) => (s, d),
+            _ => continue,
+        };
+        ids.entry(pair(src, dst))
+            .or_default()
+            .insert(cid.to_string());
+    }
+    ids
+}
+
+/// ICMP flows are keyed by message type and code (or the type of the other
+/// half of a request/reply pair), as Zeek keys them and as the Community ID
+/// spec hashes them: every ICMP Community ID tshark computes for a packet is
+/// the `community_id` of one of the records between the same addresses.
+#[test]
+fn icmp_community_ids_equal_tsharks() {
+    let Some(corpus) = corpus() else { return };
+    let sample = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../samples/sample.pcap"
+    ));
+    if tshark_ids(sample, 0).is_none() {
+        skip("tshark with the communityid protocol (Wireshark 3.6+) is not installed");
+        return;
+    }
+    let mut compared = 0;
+    for rel in [
+        "mixed-large/ndpi__gnutella.pcap",
+        "mixed-large/ndpi__alexa-app.pcapng",
+        "mixed-large/ndpi__iphone.pcap",
+        "mixed-large/ndpi__wechat.pcap",
+        "ipv6-vlan-frag/zeek__ipv6-http-atomic-frag.pcap",
+    ] {
+        let file = corpus.join(rel);
+        if !file.exists() {
+            continue;
+        }
+        for seed in [0u16, 1] {
+            let theirs = tshark_icmp_ids(&file, seed);
+            let o = run(&[
+                "flows",
+                "-q",
+                "--community-id-seed",
+                &seed.to_string(),
+                "-r",
+                file.to_str().unwrap_or_default(),
+            ]);
+            let mut ours: HashMap<Pair, BTreeSet<String>> = HashMap::new();
+            for r in json_lines(&o.stdout) {
+                if !matches!(r["proto"].as_str(), Some("icmp" | "icmp6")) {
+                    continue;
+                }
+                let ip = |f: &str| r[f].as_str().and_then(|s| s.parse::<IpAddr>().ok());
+                let (Some(a), Some(b)) = (ip("src_ip"), ip("dst_ip")) else {
+                    panic!("bad record {r}");
+                };
+                let cid = r["community_id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{rel}: no community_id in {r}"));
+                ours.entry(pair(a, b)).or_default().insert(cid.to_string());
+            }
+            for (p, ids) in &theirs {
+                let mine = ours.get(p).cloned().unwrap_or_default();
+                for id in ids {
+                    assert!(
+                        mine.contains(id),
+                        "{rel} seed {seed}: {p:?}: tshark's {id} not among {mine:?}"
+                    );
+                    compared += 1;
+                }
+            }
+        }
+    }
+    eprintln!("ICMP community IDs: {compared} of tshark's found in the records");
+    assert!(compared >= 10, "{compared}");
+}

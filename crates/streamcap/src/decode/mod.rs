@@ -20,7 +20,9 @@ mod transport;
 pub mod tunnel;
 
 pub use link::{decode_link, LinkError};
-pub use transport::{decode_transport, IcmpMessage, TcpFlags, TcpSegment, Transport, UdpDatagram};
+pub use transport::{
+    decode_transport, icmp_counterpart, IcmpMessage, TcpFlags, TcpSegment, Transport, UdpDatagram,
+};
 
 use std::net::IpAddr;
 

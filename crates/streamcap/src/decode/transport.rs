@@ -123,6 +123,60 @@ pub struct IcmpMessage<'a> {
     pub payload_wire_len: u32,
 }
 
+impl IcmpMessage<'_> {
+    /// The "ports" that identify the message's flow, as Zeek keys ICMP
+    /// connections and the Community ID spec hashes them: a request or a
+    /// reply of a pair (echo, timestamp, information, address mask, router
+    /// and neighbour discovery, …) gives (its type, its counterpart's type),
+    /// so that a request and its reply make one flow; any other message
+    /// (destination unreachable, time exceeded, …) gives (type, code).
+    pub fn flow_ports(&self) -> (u16, u16) {
+        let t = self.icmp_type;
+        match icmp_counterpart(self.v6, t) {
+            Some(c) => (u16::from(t), u16::from(c)),
+            None => (u16::from(t), u16::from(self.code)),
+        }
+    }
+}
+
+/// The type of the other half of an ICMP (`v6`: ICMPv6) request/reply
+/// pair, or `None` for a message that has no answer (the Community ID
+/// spec's table, version 1).
+pub fn icmp_counterpart(v6: bool, icmp_type: u8) -> Option<u8> {
+    let c = if v6 {
+        match icmp_type {
+            128 => 129, // echo request, reply
+            129 => 128,
+            133 => 134, // router solicitation, advertisement
+            134 => 133,
+            135 => 136, // neighbour solicitation, advertisement
+            136 => 135,
+            130 => 131, // multicast listener query, report
+            131 => 130,
+            139 => 140, // node information query, reply
+            140 => 139,
+            144 => 145, // home agent address discovery request, reply
+            145 => 144,
+            _ => return None,
+        }
+    } else {
+        match icmp_type {
+            8 => 0, // echo request, reply
+            0 => 8,
+            13 => 14, // timestamp
+            14 => 13,
+            15 => 16, // information
+            16 => 15,
+            10 => 9, // router solicitation, advertisement
+            9 => 10,
+            17 => 18, // address mask
+            18 => 17,
+            _ => return None,
+        }
+    };
+    Some(c)
+}
+
 /// A decoded transport layer.
 #[derive(Clone, Debug)]
 pub enum Transport<'a> {

@@ -28,14 +28,16 @@ use crate::time::Timestamp;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// The ports a flow key takes from a transport header (none for ICMP and
-/// other protocols).
+/// The ports a flow key takes from a transport header: ICMP's type and
+/// code or counterpart type ([`crate::decode::IcmpMessage::flow_ports`]),
+/// none for other protocols.
 #[inline]
 pub(crate) fn ports(t: &Transport<'_>) -> (u16, u16) {
     match t {
         Transport::Tcp(seg) => (seg.src_port, seg.dst_port),
         Transport::Udp(u) => (u.src_port, u.dst_port),
-        Transport::Icmp(_) | Transport::Other { .. } => (0, 0),
+        Transport::Icmp(m) => m.flow_ports(),
+        Transport::Other { .. } => (0, 0),
     }
 }
 
