@@ -149,8 +149,10 @@ fn int_after(s: &str, word: &str) -> Option<u64> {
     first_int(&s[at..])
 }
 
-/// streamcap's human size (`"1.05 MB"`, `"512 B"`, `"3.4 kB"`) in bytes,
-/// from the number token and the unit token that follows it.
+/// streamcap's human size in bytes, from the number token and the unit
+/// token that follows it: binary units as the summary's memory line prints
+/// them (`"32 MiB"`, `"6.2 KiB"`, `"512 B"`), decimal ones as its bytes
+/// line does (`"1.05 MB"`, `"3.4 kB"`).
 fn human_bytes(num: &str, unit: &str) -> Option<f64> {
     let n: f64 = num.parse().ok()?;
     let m = match unit.trim_end_matches(',') {
@@ -158,6 +160,9 @@ fn human_bytes(num: &str, unit: &str) -> Option<f64> {
         "kB" => 1e3,
         "MB" => 1e6,
         "GB" => 1e9,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
         _ => return None,
     };
     Some((n * m).round())
@@ -676,7 +681,7 @@ mod tests {
   bytes        12.80 MB on the wire (processed packets)
   flows        200000 (tcp 200000, udp 0, icmp 0, other 0); ended: fin 0, rst 0, timeout 0, eof 1000, evicted 199000
   streams      400000: 1234 stream bytes = captured 1000 + discarded 4 + dropped 200 + missing 30
-  memory       stream data peak 1.05 MB of the 33.55 MB budget, 7 refusals (budget full)
+  memory       stream data peak 1.05 MiB of the 32 MiB budget, 7 refusals (budget full)
   decode       no errors
   time         0.120 s, 1.67 Mpkt/s, 0.853 Gbit/s
 ";
@@ -699,10 +704,10 @@ mod tests {
             (1234, 1000, 4, 200, 30)
         );
         assert!(s.invariant_holds());
-        assert_eq!(s.memory_peak, 1.05e6);
-        assert_eq!(s.memory_limit, 33.55e6);
+        assert_eq!(s.memory_peak, (1.05f64 * 1024.0 * 1024.0).round());
+        assert_eq!(s.memory_limit, 32.0 * 1024.0 * 1024.0);
         assert_eq!(s.refusals, 7);
-        let small = SUMMARY.replace("1.05 MB", "512 B");
+        let small = SUMMARY.replace("1.05 MiB", "512 B");
         assert_eq!(parse_summary(&small).map(|s| s.memory_peak), Some(512.0));
         assert!(parse_summary("streamcap: x\n  packets 3 read\n").is_none());
         assert_eq!(s.fragments, 0);

@@ -19,8 +19,9 @@
 
 use super::{FlowKey, Side};
 use crate::time::Timestamp;
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use hashbrown::hash_map::Entry;
+use hashbrown::HashMap;
+use std::collections::VecDeque;
 
 /// How far before a side's last sequence number a late segment may start:
 /// a retransmission of the connection's tail. A new connection that reuses
@@ -37,7 +38,9 @@ struct Closed {
     until: Timestamp,
 }
 
-/// The recently closed connections of one worker.
+/// The recently closed connections of one worker. The map uses hashbrown's
+/// default hasher, randomly seeded as the flow table's, so an attacker
+/// cannot aim collisions at it.
 #[derive(Debug, Default)]
 pub(crate) struct ClosedConns {
     by_key: HashMap<FlowKey, Closed>,
