@@ -106,8 +106,10 @@ mod tests {
 
     #[test]
     fn poll_then_polls_without_blocking_until_it_succeeds() {
-        // Success on the fifth poll: `block` is never called, and what the
-        // attempts hold passes through untouched.
+        // Success on the fifth poll: `block` is not called, and what the
+        // attempts hold passes through untouched. (On a loaded machine a
+        // poll may be kept off its CPU for more than `PREEMPTED`; then
+        // `block` is called, with what was held, and no more polls follow.)
         let mut polls = 0;
         let got = poll_then(
             String::from("held"),
@@ -119,9 +121,14 @@ mod tests {
                     Err(h)
                 }
             },
-            |_| unreachable!("succeeded while polling"),
+            |h| h + " and blocked",
         );
-        assert_eq!((polls, got.as_str()), (5, "held and done"));
+        if got.ends_with("blocked") {
+            assert!(polls < 5, "{polls}");
+            assert_eq!(got, "held and blocked");
+        } else {
+            assert_eq!((polls, got.as_str()), (5, "held and done"));
+        }
     }
 
     #[test]

@@ -59,7 +59,9 @@ pub struct GlobalStats {
     pub ip_packets: u64,
     /// Frames cut by the snapshot length.
     pub truncated_packets: u64,
-    /// Frames that produced no usable packet, by reason ([`DecodeError::index`]).
+    /// Frames that produced no usable packet, and packets inside a tunnel
+    /// that did not decode (the frame's outer packet was used), by reason
+    /// ([`DecodeError::index`]).
     pub decode_errors: [u64; DecodeError::COUNT],
     /// IP fragments seen.
     pub fragments: u64,

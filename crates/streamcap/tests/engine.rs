@@ -1428,3 +1428,36 @@ fn late_packets_after_the_close_linger_open_no_phantom_connection() {
     assert!(phantom);
     assert_eq!(stats.late_packets, 0);
 }
+
+/// A connection that goes on after a reset its host ignored and a pause
+/// longer than the close linger: the new data is not taken for late packets
+/// of the reset connection (it reaches past that side's end), it is picked
+/// up as a connection of its own.
+#[test]
+fn data_after_an_ignored_reset_and_a_pause_is_not_late() {
+    use streamcap::{LinkType, RawPacket, Timestamp};
+    let (cl, sv) = (client(), server());
+    let mut c = Conv::new(cl, sv, 100, 500);
+    c.handshake().client(b"first", 1460);
+    let (cseq, sseq) = (c.cseq, c.sseq);
+    c.frames.push(tcp(sv, cl, sseq, cseq, RST | ACK, b""));
+    let pause = c.frames.len();
+    c.frames.push(tcp(cl, sv, cseq, sseq, ACK | PSH, b"second"));
+    let mut w = Worker::new(Config::default(), Recorder::default());
+    for (i, f) in c.frames.iter().enumerate() {
+        let ms = if i < pause { i as u64 } else { 10_000 };
+        w.process(&RawPacket {
+            ts: Timestamp::from_secs_nanos(1_000, ms * 1_000_000),
+            link: LinkType::ETHERNET,
+            data: f,
+            orig_len: f.len() as u32,
+            record: i as u64 + 1,
+            interface: 0,
+        });
+    }
+    let stats = w.finish();
+    assert_eq!(stats.late_packets, 0);
+    let r = w.into_handler();
+    assert_eq!(r.flows.len(), 2);
+    assert_eq!(r.get(1, "orig").data, b"second");
+}

@@ -40,13 +40,26 @@
 //!   offset that is not a multiple of 8 or whose end overflows `u32` is
 //!   *malformed*.
 //! - A fragment ending past `max_datagram_size` is *too large*.
-//! - The datagram's end is set by its first last fragment (MF clear). Bytes
-//!   past it are not part of the datagram, whether they came before the
-//!   last fragment (they are cut off when it comes) or after (a fragment
-//!   reaching past the end keeps the part before it). A second last
-//!   fragment with another end and a fragment starting at or past the end
-//!   are *inconsistent*. So stray bytes past the end cannot hold a datagram
-//!   back, nor can a stray last fragment once the real one is in.
+//! - The datagram's end is set by its last fragment (MF clear), and what
+//!   happens to fragments that disagree on it depends on the target the
+//!   overlap policy names, since hosts differ there and a monitor must
+//!   reassemble what its target reassembles:
+//!   - under [`OverlapPolicy::Linux`], as Linux's `ip_frag_queue`, they
+//!     make the datagram corrupt (a second last fragment with another end,
+//!     a last fragment ending before bytes already seen, a fragment reaching
+//!     past a known end): it is discarded with all its fragments
+//!     ([`DefragStats::inconsistent`]; the fragments count as
+//!     *inconsistent*);
+//!   - under the other policies, as a BSD stack completes a datagram at the
+//!     first last fragment its fragments reach, the first end seen holds:
+//!     bytes past it are not part of the datagram, whether they came before
+//!     the last fragment (they are cut off when it comes) or after (a
+//!     fragment reaching past the end keeps the part before it); a second
+//!     last fragment with another end and a fragment starting at or past
+//!     the end are *inconsistent* and dropped. So stray bytes past the end
+//!     cannot hold a datagram back, nor can a stray last fragment once the
+//!     real one is in; a forged last fragment that comes first sets the end,
+//!     on such a host as in the monitor.
 //! - A fragment beyond `max_fragments_per_datagram` is one *too many*.
 //!
 //! # Fragments cut by the snapshot length
@@ -114,7 +127,10 @@ pub struct FragKey {
     pub id: u32,
     /// IPv4 protocol or IPv6 next header of the fragmented payload.
     pub proto: u8,
-    /// VLAN identifier(s) the packet was seen on, as the decoder encodes them.
+    /// What else tells the datagram apart
+    /// ([`NetPacket::fragment_context`](crate::decode::NetPacket::fragment_context)):
+    /// the folded VLAN tags it was seen on, or inside a tunnel the tunnel's
+    /// number with bit 31 set.
     pub vlan: u32,
 }
 
@@ -234,7 +250,8 @@ pub struct DroppedFragments {
     /// Malformed on their own: empty, an offset that is not a multiple of 8,
     /// an end that overflows.
     pub malformed: u64,
-    /// Contradicting their datagram's known end.
+    /// Contradicting their datagram's end, or held by a datagram discarded
+    /// for such a contradiction.
     pub inconsistent: u64,
     /// Ending past `max_datagram_size`.
     pub too_large: u64,
@@ -305,6 +322,9 @@ pub struct DefragStats {
     pub evicted: u64,
     /// Datagrams evicted, or dropped, for the memory limit.
     pub memory_full: u64,
+    /// Datagrams discarded because their fragments disagreed on where the
+    /// datagram ends (as Linux discards them).
+    pub inconsistent: u64,
     /// Fragments dropped, by reason.
     pub dropped: DroppedFragments,
     /// Every fragment dropped: the sum of `dropped`.
@@ -324,6 +344,7 @@ impl DefragStats {
         self.timed_out += o.timed_out;
         self.evicted += o.evicted;
         self.memory_full += o.memory_full;
+        self.inconsistent += o.inconsistent;
         self.dropped.add(&o.dropped);
         self.fragments_dropped += o.fragments_dropped;
     }
@@ -458,6 +479,7 @@ impl Defragmenter {
             return self.drop_fragment(Drop::TooLarge);
         }
 
+        let policy = self.cfg.policy;
         let hash = self.store.hash(&key);
         let mut found = self.store.find(hash, &key);
         if let Some(i) = found {
@@ -475,18 +497,40 @@ impl Defragmenter {
                 if s.frags as usize >= self.cfg.max_fragments_per_datagram {
                     return self.drop_fragment(Drop::TooMany);
                 }
-                match s.total {
-                    Some(t) if frag.more => {
-                        if offset >= t {
-                            return self.drop_fragment(Drop::Inconsistent);
-                        }
-                        if end > t {
-                            end = t;
-                            wire = t - offset;
-                        }
+                if policy == OverlapPolicy::Linux {
+                    // As Linux's `ip_frag_queue`: fragments that disagree
+                    // on where the datagram ends make it corrupt, and the
+                    // whole datagram goes.
+                    let corrupt = match s.total {
+                        // Bytes beyond the known end.
+                        Some(t) if frag.more => end > t,
+                        // Another end.
+                        Some(t) => end != t,
+                        // An end before bytes already seen.
+                        None => !frag.more && end < s.wire_end,
+                    };
+                    if corrupt {
+                        self.drop_slot(i, Lost::Inconsistent);
+                        return self.drop_fragment(Drop::Inconsistent);
                     }
-                    Some(t) if end != t => return self.drop_fragment(Drop::Inconsistent),
-                    _ => {}
+                } else {
+                    // The first end seen holds (as a BSD stack completes a
+                    // datagram at the first last fragment its fragments
+                    // reach): bytes past it are cut off, a fragment that
+                    // contradicts it is dropped.
+                    match s.total {
+                        Some(t) if frag.more => {
+                            if offset >= t {
+                                return self.drop_fragment(Drop::Inconsistent);
+                            }
+                            if end > t {
+                                end = t;
+                                wire = t - offset;
+                            }
+                        }
+                        Some(t) if end != t => return self.drop_fragment(Drop::Inconsistent),
+                        _ => {}
+                    }
                 }
                 i
             }
@@ -529,7 +573,6 @@ impl Defragmenter {
             .unwrap_or_default();
         let captured = stored.len() as u32;
         let max_len = self.cfg.max_datagram_size;
-        let policy = self.cfg.policy;
         if captured > 0 {
             let plan = self.store.slot(idx).asm.plan(offset, captured, max_len);
             let grow = self.store.slot(idx).asm.growth(&plan);
@@ -554,7 +597,9 @@ impl Defragmenter {
             s.cut = s.cut.min(offset + captured);
         }
         if !frag.more && s.total.is_none() {
-            // The end is known: what lies past it is not the datagram's.
+            // The end is known: what lies past it is not the datagram's
+            // (nothing, under the Linux policy, which discarded such a
+            // datagram above).
             s.total = Some(end);
             s.asm.truncate(end);
             s.wire_end = end;
@@ -663,6 +708,10 @@ impl Defragmenter {
                 Lost::TimedOut => (&mut self.stats.timed_out, &mut self.stats.dropped.timed_out),
                 Lost::Evicted => (&mut self.stats.evicted, &mut self.stats.dropped.evicted),
                 Lost::Memory => (&mut self.stats.memory_full, &mut self.stats.dropped.memory),
+                Lost::Inconsistent => (
+                    &mut self.stats.inconsistent,
+                    &mut self.stats.dropped.inconsistent,
+                ),
             };
             *datagrams += 1;
             *fragments += frags;
@@ -700,4 +749,5 @@ enum Lost {
     TimedOut,
     Evicted,
     Memory,
+    Inconsistent,
 }

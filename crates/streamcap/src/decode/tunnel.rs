@@ -343,7 +343,8 @@ fn gtp_u(b: &[u8]) -> Result<Option<Inner<'_>>, DecodeError> {
         // Sequence number (2), N-PDU number (1), next extension type (1).
         let opt = b.get(8..12).ok_or(BAD)?;
         at = 12;
-        let mut next = opt[3];
+        // The next extension type means something only with the E flag.
+        let mut next = if flags & 0x04 != 0 { opt[3] } else { 0 };
         // Each extension: a length in 4-byte units (at least 1), its
         // content, and the next type in its last byte.
         for _ in 0..16 {
@@ -576,6 +577,12 @@ mod tests {
         z[12] = 0;
         assert_eq!(d.inner(17, &udp(2152, 2152, &z)), Err(BAD));
         assert_eq!(d.inner(17, &udp(2152, 2152, &e[..14])), Err(BAD));
+        // The S flag alone: the next-extension byte is there but means
+        // nothing (whatever a sender leaves in it).
+        let mut s = vec![0x32, 0xff, 0, 4, 0, 7, 0, 1, 0, 9, 0, 0x85];
+        s.extend_from_slice(&V4);
+        let i = d.inner(17, &udp(2152, 2152, &s)).unwrap().unwrap();
+        assert_eq!(i.frame, &V4[..]);
         // An echo request carries nothing; GTP' / version 2 is no GTP-U.
         let echo = [0x32, 0x01, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0];
         assert_eq!(d.inner(17, &udp(2152, 2152, &echo)), Ok(None));

@@ -138,8 +138,10 @@ impl Shard {
 
     /// Whether this worker owns an unfragmented (or reassembled) IP packet
     /// whose transport header starts `transport`: the ports are read from
-    /// its first four bytes for TCP and UDP, exactly as the engine keys the
-    /// flow. A header too short to hold ports is keyed without them, so it
+    /// its first four bytes for TCP and UDP, as the engine keys the flow (an
+    /// ICMP packet is keyed by its addresses alone here, where the engine
+    /// adds type and code: every message between two hosts has one owner,
+    /// which keeps both directions of each ICMP flow together). A header too short to hold ports is keyed without them, so it
     /// still has exactly one owner (which counts the decode error). UDP
     /// tunnel packets ([`Shard::with_tunnels`]) are keyed without their
     /// ports too: a VXLAN sender picks the source port per inner flow, so

@@ -7,12 +7,15 @@
 //!
 //! Each entry keeps, per side, the sequence number one past the last byte
 //! (FIN included) that side was known to send. A later segment of that side
-//! at or up to [`LATE_WINDOW`] before it belongs to the closed connection;
-//! anything else (a SYN, a sequence number elsewhere) is a new connection
-//! and removes the entry. Entries live [`Config::time_wait`] after the
+//! that lies wholly at or before it, starting at most [`LATE_WINDOW`] before
+//! it, belongs to the closed connection; anything else (a SYN, new data
+//! past the end, a sequence number elsewhere) is a new connection and
+//! removes the entry. Entries live [`Config::time_wait`] after the
 //! connection ended or after its latest late packet, and there are at most
-//! [`Config::max_flows`]` / 4` of them (the oldest goes first), about 120
-//! bytes each.
+//! [`Config::max_flows`]` / 16` of them (65,536 by default; the oldest goes
+//! first), about 200 bytes each with their share of the hash table and of
+//! the expiry queue: at most 13 MiB by default, outside the stream-data
+//! budget.
 //!
 //! [`Config::time_wait`]: crate::Config::time_wait
 //! [`Config::max_flows`]: crate::Config::max_flows
@@ -75,15 +78,22 @@ impl ClosedConns {
         self.compact();
     }
 
-    /// Whether a segment of `side` with sequence number `seq` (`syn`: it
-    /// carries a SYN) that finds no open connection for `key` at `now` is a
-    /// late packet of a closed one. A late packet keeps the entry another
-    /// `lifetime`; a packet that starts a new connection removes it.
+    /// Whether a segment of `side` with sequence number `seq` that occupies
+    /// `len` sequence numbers (payload, plus one for a FIN; `syn`: it
+    /// carries a SYN) and finds no open connection for `key` at `now` is a
+    /// late packet of a closed one: it lies wholly at or before that side's
+    /// end, within [`LATE_WINDOW`]. A segment that reaches past the end
+    /// carries bytes the closed connection never had (the peer went on
+    /// after all), so it starts a new connection. A late packet keeps the
+    /// entry another `lifetime`; a packet that starts a new connection
+    /// removes it.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn is_late(
         &mut self,
         key: &FlowKey,
         side: Side,
         seq: u32,
+        len: u32,
         syn: bool,
         now: Timestamp,
         lifetime: u64,
@@ -96,7 +106,10 @@ impl ClosedConns {
             return false;
         };
         let late = !syn
-            && e.get().ends[side.index()].is_some_and(|end| end.wrapping_sub(seq) <= LATE_WINDOW);
+            && e.get().ends[side.index()].is_some_and(|end| {
+                let back = end.wrapping_sub(seq);
+                back <= LATE_WINDOW && len <= back
+            });
         if !late {
             e.remove();
             return false;
@@ -168,37 +181,41 @@ mod tests {
         let t = Timestamp(100 * S);
         let insert = |c: &mut ClosedConns| c.insert(k, [Some(5000), None], t, 60 * S, 10);
         insert(&mut c);
-        assert!(
-            c.is_late(&k, Side::A, 4999, false, t, 60 * S),
-            "retransmitted FIN"
-        );
-        assert!(c.is_late(&k, Side::A, 5000, false, t, 60 * S), "final ACK");
-        assert!(c.is_late(
-            &k,
-            Side::A,
-            5000u32.wrapping_sub(LATE_WINDOW),
-            false,
-            t,
-            60 * S
-        ));
-        assert!(!c.is_late(&k, Side::A, 4999, true, t, 60 * S), "a SYN");
+        // A retransmitted FIN (the sequence number before the end, one
+        // sequence number long), the last ACK, the tail of the data again.
+        assert!(c.is_late(&k, Side::A, 4999, 1, false, t, 60 * S), "FIN");
+        assert!(c.is_late(&k, Side::A, 5000, 0, false, t, 60 * S), "ACK");
+        assert!(c.is_late(&k, Side::A, 4000, 1000, false, t, 60 * S), "tail");
+        let far = 5000u32.wrapping_sub(LATE_WINDOW);
+        assert!(c.is_late(&k, Side::A, far, 0, false, t, 60 * S));
+        assert!(!c.is_late(&k, Side::A, 4999, 0, true, t, 60 * S), "a SYN");
         assert_eq!(c.len(), 0, "a new connection ends the entry");
         insert(&mut c);
-        assert!(!c.is_late(&k, Side::B, 1, false, t, 60 * S), "no known end");
+        assert!(
+            !c.is_late(&k, Side::B, 1, 0, false, t, 60 * S),
+            "no known end"
+        );
         assert_eq!(c.len(), 0);
         insert(&mut c);
         assert!(
-            !c.is_late(&k, Side::A, 5001, false, t, 60 * S),
+            !c.is_late(&k, Side::A, 5001, 0, false, t, 60 * S),
             "past the end"
         );
-        assert!(!c.is_late(
-            &k,
-            Side::A,
-            5000u32.wrapping_sub(LATE_WINDOW + 1),
-            false,
-            t,
-            60 * S
-        ));
+        insert(&mut c);
+        // New data at the end: the connection went on (a reset its host
+        // ignored, then a pause): not late.
+        assert!(
+            !c.is_late(&k, Side::A, 5000, 100, false, t, 60 * S),
+            "new data"
+        );
+        insert(&mut c);
+        assert!(
+            !c.is_late(&k, Side::A, 4990, 20, false, t, 60 * S),
+            "reaching past"
+        );
+        insert(&mut c);
+        let too_far = 5000u32.wrapping_sub(LATE_WINDOW + 1);
+        assert!(!c.is_late(&k, Side::A, too_far, 0, false, t, 60 * S));
         assert_eq!(c.len(), 0);
     }
 
@@ -208,9 +225,9 @@ mod tests {
         let (k, _) = key(1000);
         c.insert(k, [Some(10), Some(10)], Timestamp(0), 60 * S, 10);
         // Refreshed at 50 s: alive until 110 s.
-        assert!(c.is_late(&k, Side::A, 9, false, Timestamp(50 * S), 60 * S));
-        assert!(c.is_late(&k, Side::A, 9, false, Timestamp(109 * S), 60 * S));
-        assert!(!c.is_late(&k, Side::A, 9, false, Timestamp(170 * S), 60 * S));
+        assert!(c.is_late(&k, Side::A, 9, 0, false, Timestamp(50 * S), 60 * S));
+        assert!(c.is_late(&k, Side::A, 9, 0, false, Timestamp(109 * S), 60 * S));
+        assert!(!c.is_late(&k, Side::A, 9, 0, false, Timestamp(170 * S), 60 * S));
         assert_eq!(c.len(), 0);
     }
 
@@ -224,7 +241,7 @@ mod tests {
         assert_eq!(c.len(), 8);
         let (k, _) = key(99);
         for i in 0..1000u64 {
-            assert!(c.is_late(&k, Side::A, 1, false, Timestamp(1000 + i), 60 * S));
+            assert!(c.is_late(&k, Side::A, 1, 0, false, Timestamp(1000 + i), 60 * S));
         }
         assert_eq!(c.len(), 8);
         assert!(c.queue.len() <= 2 * c.len() + 17, "{}", c.queue.len());

@@ -43,10 +43,12 @@ impl<H: Handler> Worker<H> {
                 }
             }
             None => {
+                let len = seg.payload_wire_len.saturating_add(u32::from(f.fin()));
                 let late = self.closed.is_late(
                     &flow.key,
                     side,
                     seg.seq,
+                    len,
                     f.syn(),
                     self.now,
                     self.cfg.time_wait,

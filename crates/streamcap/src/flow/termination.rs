@@ -32,7 +32,7 @@ impl<H: Handler> Worker<H> {
                 Some(base.wrapping_add(last as u32))
             };
             let ends = [end(&conn.dirs[0]), end(&conn.dirs[1])];
-            let cap = self.cfg.max_flows / 4;
+            let cap = self.cfg.max_flows / 16;
             (self.closed).insert(key, ends, self.now, self.cfg.time_wait, cap);
         }
         let reason = conn.closing.unwrap_or(reason);

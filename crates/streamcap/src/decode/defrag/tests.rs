@@ -3,6 +3,7 @@
 //! accounting.
 
 use super::*;
+use crate::reassembly::policy::OverlapPolicy;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 fn key(id: u32) -> FragKey {
@@ -817,6 +818,53 @@ fn conflicting_ends() {
         Some(p[..16].to_vec())
     );
     assert_eq!(d.stats().fragments_dropped, 2);
+    check_invariants(&d);
+}
+
+/// Under the Linux policy, fragments that disagree on where the datagram
+/// ends make it corrupt, as in Linux's `ip_frag_queue`: the whole datagram
+/// is discarded, so a forged last fragment can neither cut a datagram
+/// short nor complete it with its own bytes.
+#[test]
+fn conflicting_ends_under_the_linux_policy_discard_the_datagram() {
+    let mut d = Defragmenter::new(DefragConfig {
+        policy: OverlapPolicy::Linux,
+        ..DefragConfig::default()
+    });
+    let p = payload(32);
+    let discarded = |d: &Defragmenter| (d.stats().inconsistent, d.stats().dropped.inconsistent);
+    // Two last fragments with different ends: the datagram goes, and the
+    // first fragment starts a new one that never completes.
+    assert_eq!(feed(&mut d, 0, key(1), 8, false, &p[8..16]), None);
+    assert_eq!(feed(&mut d, 0, key(1), 16, false, &p[16..24]), None);
+    assert_eq!(discarded(&d), (1, 2));
+    assert_eq!(feed(&mut d, 0, key(1), 0, true, &p[..8]), None);
+    // A forged last fragment ahead of the real ones: the real last one
+    // gives another end and the datagram goes; the real first and middle
+    // fragments then never complete, as on the receiving host.
+    assert_eq!(feed(&mut d, 0, key(2), 8, false, b"FORGED!!"), None);
+    assert_eq!(feed(&mut d, 0, key(2), 16, false, &p[16..24]), None);
+    assert_eq!(discarded(&d), (2, 4));
+    assert_eq!(feed(&mut d, 0, key(2), 0, true, &p[..8]), None);
+    assert_eq!(feed(&mut d, 0, key(2), 8, true, &p[8..16]), None);
+    // A last fragment ending before bytes already seen.
+    assert_eq!(feed(&mut d, 0, key(4), 16, true, &p[16..32]), None);
+    assert_eq!(feed(&mut d, 0, key(4), 8, false, &p[8..16]), None);
+    assert_eq!(discarded(&d), (3, 6));
+    // A fragment reaching past the known end.
+    assert_eq!(feed(&mut d, 0, key(3), 8, false, &p[8..16]), None);
+    assert_eq!(feed(&mut d, 0, key(3), 8, true, &p[8..24]), None);
+    assert_eq!(discarded(&d), (4, 8));
+    // The same last fragment twice is fine.
+    assert_eq!(feed(&mut d, 0, key(5), 8, false, &p[8..16]), None);
+    assert_eq!(feed(&mut d, 0, key(5), 8, false, &p[8..16]), None);
+    assert_eq!(
+        feed(&mut d, 0, key(5), 0, true, &p[..8]),
+        Some(p[..16].to_vec())
+    );
+    assert_eq!(discarded(&d), (4, 8));
+    // Still held: key 1's first fragment and key 2's first and middle.
+    assert_eq!(d.in_progress(), 2);
     check_invariants(&d);
 }
 
