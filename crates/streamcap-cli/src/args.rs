@@ -1,5 +1,6 @@
-//! Option values with a syntax of their own: CPU lists (`--pin`) and cutoff
-//! classes (`--cutoff-class`). Depends only on [`super::size`], so the fuzz
+//! Option values with a syntax of their own: CPU lists (`--pin`), cutoff
+//! and priority classes (`--cutoff-class`, `--priority-class`) and
+//! fractions (`--base-threshold`). Depends only on [`super::size`], so the fuzz
 //! targets can include it as it is.
 
 /// Parses a CPU list: `0,1`, `0-3`, `0-1,4`.
@@ -57,6 +58,50 @@ pub fn parse_class(s: &str) -> Result<ClassArg, String> {
     })
 }
 
+/// A `--priority-class FILTER=N` option, parsed but not compiled yet.
+#[derive(Clone, Debug)]
+pub struct PriorityClassArg {
+    /// The filter expression.
+    pub expr: String,
+    /// The priority, 0 to 255.
+    pub priority: u8,
+}
+
+/// Parses `FILTER=N` (the last `=` separates them, as in [`parse_class`]).
+pub fn parse_priority_class(s: &str) -> Result<PriorityClassArg, String> {
+    let (expr, n) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{s:?}: expected FILTER=PRIORITY, e.g. 'tcp port 22=1'"))?;
+    if expr.trim().is_empty() {
+        return Err(format!("{s:?}: the filter is empty"));
+    }
+    let priority = n
+        .trim()
+        .parse::<u8>()
+        .map_err(|_| format!("{s:?}: {:?} is not a priority (0 to 255)", n.trim()))?;
+    Ok(PriorityClassArg {
+        expr: expr.trim().to_string(),
+        priority,
+    })
+}
+
+/// Parses a fraction of a whole: `0.5` or `50%`, from 0 to 1 (100 %).
+pub fn parse_fraction(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(p) => (p.trim(), 100.0),
+        None => (t, 1.0),
+    };
+    let v = num
+        .parse::<f64>()
+        .map_err(|_| format!("{s:?} is not a fraction (expected e.g. 0.5 or 50%)"))?
+        / scale;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("{s:?} is outside 0 to 1 (0 % to 100 %)"));
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +114,25 @@ mod tests {
         assert!(parse_cpus("3-1").is_err());
         assert!(parse_cpus("0-99999").is_err());
         assert!(parse_cpus("x").is_err());
+    }
+
+    #[test]
+    fn priority_classes_and_fractions() {
+        let c = parse_priority_class("tcp port 22 = 2").map(|c| (c.expr, c.priority));
+        assert_eq!(c, Ok(("tcp port 22".to_string(), 2)));
+        let c = parse_priority_class("tcp[13] = 2=7").map(|c| (c.expr, c.priority));
+        assert_eq!(c, Ok(("tcp[13] = 2".to_string(), 7)));
+        assert!(parse_priority_class("port 22").is_err());
+        assert!(parse_priority_class("=1").is_err());
+        assert!(parse_priority_class("port 22=256").is_err());
+        assert!(parse_priority_class("port 22=-1").is_err());
+        assert_eq!(parse_fraction("0.5"), Ok(0.5));
+        assert_eq!(parse_fraction("50%"), Ok(0.5));
+        assert_eq!(parse_fraction(" 100 % "), Ok(1.0));
+        assert_eq!(parse_fraction("0"), Ok(0.0));
+        for bad in ["1.5", "-0.1", "150%", "NaN", "x", "", "%"] {
+            assert!(parse_fraction(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -212,6 +212,24 @@ struct Common {
     /// match wins (Scap cutoff classes).
     #[arg(long, value_name = "FILTER=BYTES", value_parser = args::parse_class)]
     cutoff_class: Vec<args::ClassArg>,
+    /// Default stream priority for overload control, 0 to 255 (larger is
+    /// more important): under memory pressure, lower priorities lose their
+    /// payload first (prioritized packet loss).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    priority: u8,
+    /// A priority for the connections whose first packet matches a filter,
+    /// as FILTER=N (e.g. 'tcp port 22=1'); repeatable, the first match wins.
+    #[arg(long, value_name = "FILTER=N", value_parser = args::parse_priority_class)]
+    priority_class: Vec<args::PriorityClassArg>,
+    /// Share of --memory in use below which prioritized packet loss drops
+    /// nothing (e.g. 0.5 or 50%); above it each priority level has a
+    /// watermark past which its payload is dropped.
+    #[arg(long, value_name = "FRACTION", default_value = "0.5", value_parser = args::parse_fraction)]
+    base_threshold: f64,
+    /// Under overload, drop first the packets that lie past this many bytes
+    /// of their stream (Scap's overload cutoff). [default: none]
+    #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
+    overload_cutoff: Option<u64>,
     /// Chunk size (bytes per data event); at most a worker's share of
     /// --memory. [default: 16 KiB]
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]

@@ -41,6 +41,7 @@ pub fn csv_header(files: bool) -> String {
         if files {
             h.push(format!("{d}_file"));
         }
+        h.push(format!("{d}_priority"));
     }
     h.push("end".into());
     h.push("errors".into());
@@ -65,6 +66,7 @@ fn csv_dir(out: &mut Vec<String>, d: &DirRecord, files: bool) {
     if files {
         out.push(d.file.clone().flatten().unwrap_or_default());
     }
+    out.push(d.priority.to_string());
 }
 
 /// One CSV row (no newline). Empty cells stand for null. `community_id`
@@ -188,12 +190,12 @@ mod tests {
         assert_eq!(
             csv_header(false),
             "ts,last_ts,proto,src_ip,src_port,dst_ip,dst_port,vlan,\
-orig_pkts,orig_bytes,orig_stream_bytes,orig_captured,orig_discarded,orig_dropped,orig_missing,orig_sha256,\
-resp_pkts,resp_bytes,resp_stream_bytes,resp_captured,resp_discarded,resp_dropped,resp_missing,resp_sha256,\
+orig_pkts,orig_bytes,orig_stream_bytes,orig_captured,orig_discarded,orig_dropped,orig_missing,orig_sha256,orig_priority,\
+resp_pkts,resp_bytes,resp_stream_bytes,resp_captured,resp_discarded,resp_dropped,resp_missing,resp_sha256,resp_priority,\
 end,errors,tunnel,community_id"
         );
         let h = csv_header(true);
-        assert!(h.contains(",orig_sha256,orig_file,resp_pkts,"));
-        assert!(h.ends_with(",resp_sha256,resp_file,end,errors,tunnel,community_id"));
+        assert!(h.contains(",orig_sha256,orig_file,orig_priority,resp_pkts,"));
+        assert!(h.ends_with(",resp_sha256,resp_file,resp_priority,end,errors,tunnel,community_id"));
     }
 }

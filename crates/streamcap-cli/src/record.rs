@@ -80,6 +80,8 @@ pub struct DirRecord {
     /// File of this direction's bytes (`streams -w` only; null when no bytes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<Option<String>>,
+    /// The stream's priority for overload control when it ended.
+    pub priority: u8,
 }
 
 impl DirRecord {
@@ -94,6 +96,7 @@ impl DirRecord {
             discarded: c.discarded,
             dropped: c.dropped,
             missing: c.missing,
+            priority: info.params.priority,
             sha256: None,
             file: None,
         }
@@ -472,6 +475,8 @@ impl<'a> Staging<'a> {
             self.put(b",\"file\":");
             self.opt_str(file.as_deref());
         }
+        self.put(b",\"priority\":");
+        self.num(u64::from(d.priority));
         self.put(b"}");
     }
 
@@ -515,6 +520,7 @@ impl FlowRecord {
             discarded: 0,
             dropped: 0,
             missing: 0,
+            priority: 0,
             sha256: None,
             file: None,
         };
@@ -559,6 +565,7 @@ mod tests {
             discarded: 0,
             dropped: 0,
             missing: 0,
+            priority: 0,
             sha256: None,
             file: None,
         };
@@ -586,8 +593,11 @@ mod tests {
             j.starts_with(r#"{"ts":1.000000,"last_ts":2.500000,"proto":"tcp","src_ip":"10.0.0.1""#),
             "{j}"
         );
-        assert!(j.contains(r#""sha256":null}"#), "{j}");
-        assert!(j.contains(r#""sha256":null,"file":null}"#), "{j}");
+        assert!(j.contains(r#""sha256":null,"priority":0}"#), "{j}");
+        assert!(
+            j.contains(r#""sha256":null,"file":null,"priority":0}"#),
+            "{j}"
+        );
         assert!(
             j.ends_with(r#""errors":["gap"],"community_id":null}"#),
             "{j}"
@@ -641,6 +651,7 @@ mod tests {
                     discarded: 0,
                     dropped: n() % 100_000,
                     missing: u64::MAX,
+                    priority: (n() % 256) as u8,
                     sha256: (n() % 2 == 0).then(|| format!("{:064x}", n())),
                     file: match n() % 3 {
                         0 => None,

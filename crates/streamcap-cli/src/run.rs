@@ -22,7 +22,7 @@ use streamcap::decode::DecodeError;
 use streamcap::deliver::{Delivery, EndReason};
 use streamcap::dispatch::fanout::Fanout;
 use streamcap::dispatch::workers::{Parallel, WorkerReport};
-use streamcap::filter::{CutoffClass, Filter, FilterError};
+use streamcap::filter::{CutoffClass, Filter, FilterError, PriorityClass};
 use streamcap::stats::ProtoClass;
 use streamcap::{
     Capture, Config, FileSource, GlobalStats, OverlapPolicy, RawPacket, ReassemblyMode,
@@ -118,6 +118,9 @@ fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {
         cutoff_resp: c.cutoff_resp.map(|l| l.0.unwrap_or(u64::MAX)),
         // No output format carries callback processing time.
         measure_processing_time: false,
+        priority: c.priority,
+        base_threshold: c.base_threshold,
+        overload_cutoff: c.overload_cutoff,
         ..Config::default()
     };
     if let Some(chunk) = c.chunk {
@@ -139,6 +142,11 @@ fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {
         let compiled = CutoffClass::new(&class.expr, class.cutoff.unwrap_or(u64::MAX))
             .map_err(|e| format!("--cutoff-class: {}", filter_message(e)))?;
         cfg.cutoff_classes.push(compiled);
+    }
+    for class in &c.priority_class {
+        let compiled = PriorityClass::new(&class.expr, class.priority)
+            .map_err(|e| format!("--priority-class: {}", filter_message(e)))?;
+        cfg.priority_classes.push(compiled);
     }
     Ok(cfg)
 }
@@ -690,6 +698,28 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
         crate::size::binary(s.memory_limit as u64),
         s.memory_refusals
     );
+    let ov = &s.overload;
+    if ov.levels.len() > 1 || t.dropped > 0 || ov.ppl_packets() > 0 {
+        // What overload control gave up, by priority: PPL's packets by
+        // rule, and each level's stream bytes dropped (PPL and budget).
+        let parts: Vec<String> = ov
+            .levels
+            .iter()
+            .map(|l| {
+                format!(
+                    "priority {}: {} streams, {} of {} stream bytes dropped, {} PPL drops ({} watermark, {} overload cutoff)",
+                    l.priority,
+                    l.streams,
+                    l.totals.dropped,
+                    l.totals.stream_bytes,
+                    l.ppl_packets(),
+                    l.ppl_watermark_packets,
+                    l.ppl_cutoff_packets
+                )
+            })
+            .collect();
+        let _ = writeln!(e, "  overload     {}", parts.join("; "));
+    }
     let d = &s.defrag;
     if d.fragments > 0 {
         // Fragments in fragments, datagrams in datagrams: see DefragStats'

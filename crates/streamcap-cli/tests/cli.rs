@@ -595,6 +595,83 @@ fn cutoff_classes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Priority classes set each record's `priority`; with a budget small
+/// enough to fill, the summary's `overload` line tells what each level
+/// lost, and the accounting holds in every record.
+#[test]
+fn priority_classes_and_the_overload_line() {
+    let fs = "../../samples/sample.pcap";
+    if run(&["flows", "-q", "-r", fs, "tcp"]).status.code() != Some(0) {
+        common::skip("libpcap is not available");
+        return;
+    }
+    let o = run(&[
+        "flows",
+        "-r",
+        fs,
+        "--digest",
+        "--memory",
+        "8KiB",
+        "--priority",
+        "3",
+        "--priority-class",
+        "tcp port 443=7",
+        "--base-threshold",
+        "25%",
+        "--overload-cutoff",
+        "1000",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let recs = json_lines(&o.stdout);
+    let mut high = 0;
+    for r in &recs {
+        let want = if r["dst_port"].as_u64() == Some(443) && r["proto"] == "tcp" {
+            high += 1;
+            7
+        } else {
+            3
+        };
+        for d in ["orig", "resp"] {
+            assert_eq!(r[d]["priority"].as_u64(), Some(want), "{r}");
+            let g = |k: &str| r[d][k].as_u64().unwrap_or(u64::MAX);
+            assert_eq!(
+                g("captured") + g("discarded") + g("dropped") + g("missing"),
+                g("stream_bytes"),
+                "{r}"
+            );
+        }
+    }
+    assert!(high > 0);
+    let err = stderr(&o);
+    let line = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("overload"))
+        .unwrap_or_else(|| panic!("no overload line: {err}"));
+    assert!(
+        line.contains("priority 3: ") && line.contains("priority 7: "),
+        "{line}"
+    );
+    // Nothing of it in the records.
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("overload"));
+    // Without pressure, no overload line.
+    let o = run(&["flows", "-r", fs, "--priority", "1"]);
+    assert!(!stderr(&o).contains("overload"), "{}", stderr(&o));
+    for bad in [
+        vec!["--priority", "256"],
+        vec!["--priority-class", "port 22"],
+        vec!["--priority-class", "port 22=300"],
+        vec!["--priority-class", "portx 22=1"],
+        vec!["--base-threshold", "1.5"],
+        vec!["--base-threshold", "x"],
+        vec!["--overload-cutoff", "-1"],
+    ] {
+        let mut args = vec!["flows", "-r", fs];
+        args.extend(bad.iter());
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", stderr(&o));
+    }
+}
+
 /// The summary accounts for every IP fragment: in a reassembled datagram or
 /// dropped, with the reasons, also with two workers.
 #[test]

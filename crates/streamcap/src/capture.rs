@@ -441,6 +441,35 @@ impl CaptureBuilder {
         self.cap.cfg.other_timeout = ns;
         self
     }
+    /// Default stream priority for overload control (Scap
+    /// `scap_set_stream_priority`; larger = more important).
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.cap.cfg.priority = priority;
+        self
+    }
+    /// Adds a priority class: connections whose first packet matches the
+    /// class's filter get its priority (the first matching class wins).
+    pub fn priority_class(mut self, class: crate::filter::PriorityClass) -> Self {
+        self.cap.cfg.priority_classes.push(class);
+        self
+    }
+    /// Adds a cutoff class (Scap `scap_add_cutoff_class`).
+    pub fn cutoff_class(mut self, class: crate::filter::CutoffClass) -> Self {
+        self.cap.cfg.cutoff_classes.push(class);
+        self
+    }
+    /// Fraction of the memory size below which prioritized packet loss
+    /// drops nothing (Scap `base_threshold`), 0..=1.
+    pub fn base_threshold(mut self, fraction: f64) -> Self {
+        self.cap.cfg.base_threshold = fraction;
+        self
+    }
+    /// Stream offset beyond which packets are dropped first under overload
+    /// (Scap `overload_cutoff`).
+    pub fn overload_cutoff(mut self, bytes: u64) -> Self {
+        self.cap.cfg.overload_cutoff = Some(bytes);
+        self
+    }
     /// Most flows tracked at once.
     pub fn max_flows(mut self, n: usize) -> Self {
         self.cap.cfg.max_flows = n.max(1);

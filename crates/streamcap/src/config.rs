@@ -75,8 +75,20 @@ pub struct Config {
     pub overlap: usize,
     /// Deliver a partial chunk this long (ns of packet time) after its first byte.
     pub flush_timeout: Option<u64>,
-    /// Default stream priority.
+    /// Default stream priority for overload control (larger = more
+    /// important; Scap `scap_set_stream_priority`).
     pub priority: u8,
+    /// Priorities for the connections whose first packet matches a filter;
+    /// the first class that matches wins and replaces `priority` for both
+    /// directions.
+    pub priority_classes: Vec<crate::filter::PriorityClass>,
+    /// Fraction of `memory_size` below which prioritized packet loss drops
+    /// nothing (Scap `base_threshold`, [`crate::deliver::overload`]); 0..=1.
+    pub base_threshold: f64,
+    /// Stream offset beyond which a packet is dropped while memory in use
+    /// lies between the watermarks below and at its stream's level (Scap
+    /// `overload_cutoff`); `None`: no such rule.
+    pub overload_cutoff: Option<u64>,
     /// Inactivity timeout of TCP connections, ns.
     pub tcp_timeout: u64,
     /// Inactivity timeout of UDP flows, ns.
@@ -137,6 +149,9 @@ impl Default for Config {
             overlap: 0,
             flush_timeout: None,
             priority: 0,
+            priority_classes: Vec::new(),
+            base_threshold: 0.5,
+            overload_cutoff: None,
             tcp_timeout: 300 * SEC,
             udp_timeout: 60 * SEC,
             other_timeout: 60 * SEC,

@@ -2,7 +2,7 @@
 
 use crate::decode::defrag::DefragStats;
 use crate::decode::DecodeError;
-use crate::deliver::{EndReason, StreamCounters};
+use crate::deliver::{EndReason, OverloadStats, StreamCounters};
 
 /// Flow classes counted separately.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -91,6 +91,8 @@ pub struct GlobalStats {
     pub memory_refusals: u64,
     /// Chunks delivered.
     pub chunks: u64,
+    /// Prioritized packet loss and stream totals by priority.
+    pub overload: OverloadStats,
     /// Fragment reassembly counters.
     pub defrag: DefragStats,
 }
@@ -157,6 +159,7 @@ impl GlobalStats {
         self.memory_limit += o.memory_limit;
         self.memory_refusals += o.memory_refusals;
         self.chunks += o.chunks;
+        self.overload.add(&o.overload);
         match defrag {
             DefragMerge::Sum => self.defrag.add(&o.defrag),
             DefragMerge::Replicated => {

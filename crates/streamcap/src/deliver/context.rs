@@ -4,8 +4,8 @@
 //! stream descriptor.
 
 use crate::deliver::{
-    records_from, Budget, BufferPool, Chunk, DataReason, Delivery, Handler, Opposite, PacketRecord,
-    Stream, StreamCounters, StreamErrors, StreamParams,
+    records_from, Budget, BufferPool, Chunk, DataReason, Delivery, Handler, Opposite, Overload,
+    PacketRecord, Stream, StreamCounters, StreamErrors, StreamParams,
 };
 use crate::flow::direction::{DirState, Ext, F_CUTOFF, F_DISCARD, F_KEEP};
 use crate::flow::{FlowKey, Side};
@@ -29,6 +29,8 @@ pub(crate) struct Cx<'a, H: Handler> {
     /// The worker's stream parameters, by direction.
     pub(crate) defaults: &'a [StreamParams; 2],
     pub(crate) budget: &'a mut Budget,
+    /// Prioritized packet loss: a priority set from a callback joins its levels.
+    pub(crate) overload: &'a mut Overload,
     /// The worker's spare chunk-buffer vectors.
     pub(crate) pool: &'a mut BufferPool,
     pub(crate) flush: &'a mut FlushQueue,
@@ -38,6 +40,9 @@ pub(crate) struct Cx<'a, H: Handler> {
     pub(crate) reject: bool,
     /// Measure time spent in callbacks.
     pub(crate) timed: bool,
+    /// Prioritized packet loss gave up this packet's payload: bytes that
+    /// would be stored or delivered are dropped instead.
+    pub(crate) ppl_drop: bool,
 }
 
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -75,6 +80,9 @@ impl<H: Handler> Cx<'_, H> {
             state: &mut self.me.user,
         };
         let r = f(self.handler, &mut s);
+        if info.params_set {
+            self.overload.note(info.params.priority);
+        }
         self.me.write_back(&info, self.defaults);
         if let Some(t0) = t0 {
             self.e().processing_ns += t0.elapsed().as_nanos() as u64;
@@ -153,6 +161,14 @@ impl<H: Handler> Cx<'_, H> {
             let cs = e.params.chunk_size.max(1);
             let segments = e.params.delivery == Delivery::Segments;
             let to_limit = (limit - next).min(usize::MAX as u64) as usize;
+            if self.ppl_drop {
+                // Up to the cutoff the bytes are dropped; past it they are
+                // discarded, as they would have been (`settle_cutoff`).
+                let take = (data.len() - done).min(to_limit);
+                self.commit_gap(take as u64, GapKind::Dropped);
+                done += take;
+                continue;
+            }
             if segments && e.params.overlap == 0 && e.buf.as_ref().is_none_or(|b| b.data.is_empty())
             {
                 let take = cs.min(data.len() - done).min(to_limit);
@@ -458,12 +474,14 @@ macro_rules! cx {
             conn_id: $id,
             defaults: &$w.defaults,
             budget: &mut $w.budget,
+            overload: &mut $w.overload,
             pool: &mut $w.pool,
             flush: &mut $w.flush,
             slot: $slot,
             now: $now,
             reject: $reject,
             timed: $w.cfg.measure_processing_time,
+            ppl_drop: false,
         }
     };
 }

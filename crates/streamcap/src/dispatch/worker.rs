@@ -15,7 +15,9 @@ use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment};
 use crate::decode::tunnel::Decapsulator;
 use crate::decode::{decode_ip, decode_transport, FragmentInfo, NetPacket, Transport};
 use crate::deliver::context::{cx, FlushQueue, Outcome};
-use crate::deliver::{Budget, BufferPool, EndReason, Handler, PacketRecord, StreamParams};
+use crate::deliver::{
+    Budget, BufferPool, EndReason, Handler, Overload, PacketRecord, StreamParams,
+};
 use crate::dispatch::fanout::Shard;
 use crate::flow::closed::ClosedConns;
 use crate::flow::conn::{pair, Conn, Kind};
@@ -61,6 +63,8 @@ pub struct Worker<H: Handler> {
     /// connection.
     pub(crate) closed: ClosedConns,
     pub(crate) budget: Budget,
+    /// Prioritized packet loss over `budget`.
+    pub(crate) overload: Overload,
     /// Spare chunk-buffer vectors, reused across streams.
     pub(crate) pool: BufferPool,
     pub(crate) defrag: Defragmenter,
@@ -92,6 +96,13 @@ impl<H: Handler> Worker<H> {
             copies_payload,
             decap: Decapsulator::from_config(&cfg),
             budget: Budget::new(cfg.memory_size),
+            overload: Overload::new(
+                cfg.memory_size,
+                cfg.base_threshold,
+                cfg.overload_cutoff,
+                std::iter::once(cfg.priority)
+                    .chain(cfg.priority_classes.iter().map(|c| c.priority())),
+            ),
             pool: BufferPool::default(),
             defrag: Defragmenter::new(cfg.defrag.clone()),
             defaults: [
@@ -415,6 +426,15 @@ impl<H: Handler> Worker<H> {
             .map(|c| c.cutoff())
     }
 
+    /// The priority of the first priority class the frame matches, if any.
+    pub(crate) fn class_priority(&self, frame: &RawPacket<'_>) -> Option<u8> {
+        self.cfg
+            .priority_classes
+            .iter()
+            .find(|c| c.matches(frame))
+            .map(|c| c.priority())
+    }
+
     pub(crate) fn create_conn(
         &mut self,
         frame: &RawPacket<'_>,
@@ -444,6 +464,13 @@ impl<H: Handler> Worker<H> {
             for d in &mut dirs {
                 if d.params(&self.defaults).cutoff != cutoff {
                     d.x(&self.defaults).params.cutoff = cutoff;
+                }
+            }
+        }
+        if let Some(priority) = self.class_priority(frame) {
+            for d in &mut dirs {
+                if d.params(&self.defaults).priority != priority {
+                    d.x(&self.defaults).params.priority = priority;
                 }
             }
         }
@@ -523,11 +550,26 @@ impl<H: Handler> Worker<H> {
             None => self.create_conn(frame, flow, side, kind),
         };
         self.begin_packet(idx, side, ip_len, ts);
+        let mut ppl_drop = false;
         if wire > 0 {
             if let Some(c) = self.table.get_mut(idx) {
                 let is_orig = side == c.orig_side;
                 c.history.push(b'D', is_orig);
             }
+            if let Some(c) = self.table.get(idx) {
+                let d = &c.dirs[side.index()];
+                // A direction's first packet creates its stream: never judged.
+                ppl_drop = d.counters().pkts > 1
+                    && self.overload.drops(
+                        &mut self.stats.overload,
+                        self.budget.used(),
+                        d.params(&self.defaults).priority,
+                        d.tcp().next,
+                        u64::from(wire),
+                    );
+            }
+        }
+        if wire > 0 && !ppl_drop {
             let off = self
                 .table
                 .get(idx)
@@ -553,6 +595,7 @@ impl<H: Handler> Worker<H> {
         let conn_id = conn.conn_id;
         let (me, opp) = pair(&mut conn.dirs, side);
         let mut cx = cx!(self, key, side, me, &*opp, conn_id, idx, self.now, false);
+        cx.ppl_drop = ppl_drop;
         if wire > 0 {
             let before = Outcome::of(&cx.e().counters);
             cx.datagram(payload, u64::from(wire), kind == Kind::Other);

@@ -20,7 +20,7 @@ pub mod bpf;
 pub mod class;
 pub mod libpcap;
 
-pub use class::CutoffClass;
+pub use class::{ClassFilter, CutoffClass, PriorityClass};
 
 use crate::capture::{RunHooks, Verdict};
 use crate::source::{LinkType, RawPacket};

@@ -139,9 +139,21 @@ impl<H: Handler> Worker<H> {
             let p = me.params(&self.defaults);
             let reject = p.mode == ReassemblyMode::Strict && !handshake_ok;
             let may_deliver = !reject && !me.has(F_DISCARD) && me.tcp().next < p.cutoff;
+            // Prioritized packet loss judges what would be stored, except
+            // the packets that create or end a stream.
+            let ppl_drop = may_deliver
+                && !(f.syn() || f.fin() || f.rst())
+                && self.overload.drops(
+                    &mut self.stats.overload,
+                    self.budget.used(),
+                    p.priority,
+                    off.max(0) as u64,
+                    wire,
+                );
             let x = me.x(&self.defaults);
             if self.cfg.need_packets
                 && may_deliver
+                && !ppl_drop
                 && self.budget.try_charge(std::mem::size_of::<PacketRecord>())
             {
                 x.buf_mut().packets.push(PacketRecord {
@@ -157,6 +169,7 @@ impl<H: Handler> Worker<H> {
             }
             let before = Outcome::of(&x.counters);
             let mut cx = cx!(self, key, side, &mut *me, &*opp, conn_id, idx, self.now, reject);
+            cx.ppl_drop = ppl_drop;
             cx.tcp_data(off, seg.payload, wire, &self.cfg);
             let c = &mut cx.e().counters;
             before.classify(c);

@@ -56,7 +56,12 @@ impl<H: Handler> Worker<H> {
                 if H::WANTS_ON_CLOSE {
                     cx.call(|h, s| h.on_close(s));
                 }
-                self.stats.totals.add(&me.counters());
+                let counters = me.counters();
+                self.stats.totals.add(&counters);
+                let priority = me.params(&self.defaults).priority;
+                let level = self.stats.overload.level_mut(priority);
+                level.streams += 1;
+                level.totals.add(&counters);
                 self.stats.chunks += me.ext.as_ref().map_or(0, |e| e.chunks);
             } else {
                 me.status = StreamStatus::Closed(reason);

@@ -81,14 +81,12 @@ impl<H: Handler> Cx<'_, H> {
                 let a = x.ooo.get_or_insert_with(Default::default);
                 let mut out = Default::default();
                 if pe > ns {
-                    out = a.insert(
-                        ns,
-                        pe,
-                        Incoming::Data(&present[(ns - s) as usize..(pe - s) as usize]),
-                        policy,
-                        next,
-                        budget,
-                    );
+                    let incoming = if self.ppl_drop {
+                        Incoming::Dropped
+                    } else {
+                        Incoming::Data(&present[(ns - s) as usize..(pe - s) as usize])
+                    };
+                    out = a.insert(ns, pe, incoming, policy, next, budget);
                 }
                 let truncated = ce > pe;
                 if truncated {
@@ -104,7 +102,7 @@ impl<H: Handler> Cx<'_, H> {
                 if out.conflicts > 0 {
                     errors.insert(StreamErrors::OVERLAP_CONFLICT);
                 }
-                if out.dropped > 0 {
+                if out.dropped > 0 || self.ppl_drop {
                     errors.insert(StreamErrors::DROPPED);
                 }
                 self.drain();
