@@ -5,7 +5,7 @@
 
 use crate::deliver::{
     records_from, Budget, BufferPool, Chunk, DataReason, Delivery, Handler, Opposite, Overload,
-    PacketRecord, Stream, StreamCounters, StreamErrors, StreamParams,
+    OwnedChunk, PacketRecord, Stream, StreamCounters, StreamErrors, StreamParams,
 };
 use crate::flow::direction::{DirState, Ext, F_CUTOFF, F_DISCARD, F_KEEP};
 use crate::flow::{FlowKey, Side};
@@ -78,6 +78,7 @@ impl<H: Handler> Cx<'_, H> {
             key: self.key,
             side: self.side,
             state: &mut self.me.user,
+            slot: self.slot,
         };
         let r = f(self.handler, &mut s);
         if info.params_set {
@@ -111,6 +112,10 @@ impl<H: Handler> Cx<'_, H> {
 
     /// Hands the buffered new bytes to the data callback.
     pub(crate) fn deliver(&mut self, reason: DataReason) {
+        if H::TAKES_CHUNKS {
+            self.deliver_owned(reason);
+            return;
+        }
         let Some(e) = self.me.ext.as_deref_mut() else {
             return;
         };
@@ -143,6 +148,54 @@ impl<H: Handler> Cx<'_, H> {
         }
     }
 
+    /// [`Cx::deliver`] for a handler that takes chunks by value
+    /// ([`Handler::TAKES_CHUNKS`]): the buffer and its packet records go to
+    /// the handler, still charged to the budget until the handler returns
+    /// them; the stream goes on with a new buffer that starts with the
+    /// overlap bytes (copied, and charged, when the budget has room; else
+    /// the next chunk starts at its new bytes). `keep_chunk` is the
+    /// handler's to implement.
+    fn deliver_owned(&mut self, reason: DataReason) {
+        let Some(e) = self.me.ext.as_deref_mut() else {
+            return;
+        };
+        if e.fresh_len() == 0 {
+            return;
+        }
+        let Some(buf) = e.buf.as_mut() else {
+            return;
+        };
+        let end = buf.end();
+        let later = records_from(&mut buf.packets, end);
+        e.chunks += 1;
+        let p = e.params;
+        let overlap = p.overlap.min(p.chunk_size / 2).min(buf.data.len());
+        let data = std::mem::take(&mut buf.data);
+        let packets = std::mem::replace(&mut buf.packets, later);
+        let charged = data.len() + packets.len() * std::mem::size_of::<PacketRecord>();
+        let chunk = OwnedChunk {
+            offset: buf.start,
+            new_from: buf.fresh,
+            reason,
+            gap: buf.gap.take(),
+            data,
+            packets,
+            charged,
+        };
+        let mut next = Vec::new();
+        if overlap > 0 && self.budget.try_charge(overlap) {
+            self.pool.reserve(&mut next, overlap, p.chunk_size.max(1));
+            next.extend_from_slice(&chunk.data[chunk.data.len() - overlap..]);
+        }
+        buf.start = end - next.len() as u64;
+        buf.fresh = next.len();
+        buf.kept = 0;
+        buf.pending_since = None;
+        buf.data = next;
+        self.call(|h, s| h.on_chunk_owned(s, chunk));
+        self.me.set_flag(F_KEEP, false);
+    }
+
     /// Appends bytes at the delivery point, delivering full chunks; with
     /// segment delivery, delivers them at once, in place when nothing is
     /// buffered and no overlap is asked for, with `reason` ([`DataReason::Segment`], or
@@ -169,7 +222,10 @@ impl<H: Handler> Cx<'_, H> {
                 done += take;
                 continue;
             }
-            if segments && e.params.overlap == 0 && e.buf.as_ref().is_none_or(|b| b.data.is_empty())
+            if !H::TAKES_CHUNKS
+                && segments
+                && e.params.overlap == 0
+                && e.buf.as_ref().is_none_or(|b| b.data.is_empty())
             {
                 let take = cs.min(data.len() - done).min(to_limit);
                 self.deliver_in_place(&data[done..done + take], reason);

@@ -1,7 +1,7 @@
 //! The application's side: callbacks for stream creation, data, termination
 //! and the end of a whole connection.
 
-use super::{Chunk, Stream, StreamInfo};
+use super::{Chunk, OwnedChunk, Returns, Stream, StreamInfo};
 use crate::flow::{Direction, FlowKey, Side};
 use crate::time::Timestamp;
 use std::net::IpAddr;
@@ -114,6 +114,34 @@ pub trait Handler {
     fn on_flow_end(&mut self, flow: &mut FlowEnd<'_, Self::State>) {
         let _ = flow;
     }
+    /// Whether the handler takes each chunk by value
+    /// ([`on_chunk_owned`](Self::on_chunk_owned)) instead of borrowing it
+    /// ([`on_data`](Self::on_data)): for handlers that pass chunks to
+    /// another thread, as the analysis stage does
+    /// ([`crate::dispatch::analysis`]). With `true`, bytes are never
+    /// delivered in place (segment delivery copies them into a buffer
+    /// first), the engine ignores `keep_chunk` (the handler implements it),
+    /// and the handler must give every chunk's `charged` bytes back through
+    /// [`collect_returns`](Self::collect_returns), or the budget fills.
+    const TAKES_CHUNKS: bool = false;
+
+    /// New stream data, by value (only with
+    /// [`TAKES_CHUNKS`](Self::TAKES_CHUNKS)). The default lends it to
+    /// [`on_data`](Self::on_data) and returns its memory at once.
+    fn on_chunk_owned(&mut self, stream: &mut Stream<'_, Self::State>, chunk: OwnedChunk) {
+        self.on_data(stream, &chunk.as_chunk());
+    }
+
+    /// Called by the engine before it processes packets (each packet, or
+    /// each batch read from a file): the handler adds what it gives back —
+    /// budget bytes to release, buffers to reuse, decisions taken in
+    /// callbacks on another thread — to `returns`, which the engine applies
+    /// before the next packet. Handlers that run callbacks in place have
+    /// nothing to return.
+    fn collect_returns(&mut self, returns: &mut Returns) {
+        let _ = returns;
+    }
+
     /// Live capture only: called between packets after each block the
     /// kernel hands over, and at least every
     /// [`POLL_INTERVAL`](crate::dispatch::live::POLL_INTERVAL) while the link

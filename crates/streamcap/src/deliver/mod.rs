@@ -8,6 +8,7 @@ mod chunk;
 pub(crate) mod context;
 mod handler;
 pub mod overload;
+mod owned;
 mod pool;
 mod stream;
 
@@ -16,6 +17,7 @@ pub(crate) use chunk::{records_from, ChunkBuf};
 pub use chunk::{Chunk, DataReason, Gap, PacketRecord};
 pub use handler::{Callbacks, FlowEnd, Handler};
 pub use overload::{LevelStats, Overload, OverloadStats, PplRule};
+pub use owned::{Decision, OwnedChunk, Returns, StreamRef};
 pub(crate) use pool::BufferPool;
 pub(crate) use stream::Opposite;
 pub use stream::{

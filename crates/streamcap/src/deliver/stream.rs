@@ -331,6 +331,8 @@ pub struct Stream<'a, S> {
     pub(crate) key: &'a FlowKey,
     pub(crate) side: Side,
     pub(crate) state: &'a mut S,
+    /// The connection's slot in the flow table.
+    pub(crate) slot: u32,
 }
 
 /// The opposite direction's descriptor, built when a callback first asks
@@ -370,6 +372,14 @@ impl<S> Stream<'_, S> {
     /// Orig or resp.
     pub fn direction(&self) -> Direction {
         self.info.direction
+    }
+    /// Which stream this is, for a decision taken about it elsewhere.
+    pub(crate) fn stream_ref(&self) -> super::StreamRef {
+        super::StreamRef {
+            slot: self.slot,
+            conn_id: self.info.conn_id,
+            side: self.side,
+        }
     }
     /// The application's per-stream state (Scap `user_state`).
     pub fn state(&mut self) -> &mut S {

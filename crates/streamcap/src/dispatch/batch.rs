@@ -99,9 +99,10 @@ impl<H: Handler> Worker<H> {
     /// evicts or ends before a later frame of the same group is processed is
     /// found again by that frame's own lookup.
     pub fn process_batch(&mut self, pkts: &[RawPacket<'_>]) {
+        self.collect_returns();
         if let [one] = pkts {
             // Nothing to overlap.
-            self.process(one);
+            self.process_one(one);
             return;
         }
         for group in pkts.chunks(WARM_GROUP) {
@@ -161,7 +162,7 @@ impl<H: Handler> Worker<H> {
                         self.advance_clock(p.ts);
                         self.process_fragment(p, net, *f);
                     }
-                    Prepared::Slow => self.process(p),
+                    Prepared::Slow => self.process_one(p),
                 }
             }
         }

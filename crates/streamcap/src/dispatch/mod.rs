@@ -6,6 +6,8 @@
 //! - [`fanout`]: which worker owns a packet when several workers read the
 //!   same file (in-process fan-out: flow hash or port locality).
 //! - [`live`]: live capture with one kernel fan-out socket per worker.
+//! - [`analysis`]: the decoupled analysis stage: the application's
+//!   callbacks on threads of their own, fed by the worker.
 //! - [`workers`]: the settings of a multi-worker run ([`workers::Parallel`]),
 //!   CPU pinning, and the per-worker and merged reports.
 //!
@@ -13,6 +15,7 @@
 //! per-core pairing of capture and analysis); no connection state is shared
 //! between threads.
 
+pub mod analysis;
 mod batch;
 pub mod fanout;
 #[cfg(target_os = "linux")]

@@ -84,6 +84,9 @@ pub struct Worker<H: Handler> {
     pub(crate) copies_payload: bool,
     /// Finds tunnels (IP-in-IP, GRE, VXLAN, ...) and opens them.
     pub(crate) decap: Decapsulator,
+    /// What the handler gave back, reused between packets
+    /// ([`Worker::collect_returns`]).
+    pub(crate) returns: crate::deliver::Returns,
 }
 
 impl<H: Handler> Worker<H> {
@@ -120,6 +123,7 @@ impl<H: Handler> Worker<H> {
             stats: GlobalStats::default(),
             scratch: Vec::new(),
             shard: None,
+            returns: Default::default(),
         }
     }
 
@@ -202,6 +206,23 @@ impl<H: Handler> Worker<H> {
     /// Processes one captured frame.
     #[inline]
     pub fn process(&mut self, pkt: &RawPacket<'_>) {
+        self.collect_returns();
+        self.process_one(pkt);
+    }
+
+    /// Takes back what the handler returns before the next packet, when it
+    /// analyses chunks elsewhere ([`Handler::TAKES_CHUNKS`]; see
+    /// [`crate::dispatch::analysis`]); nothing otherwise.
+    #[inline(always)]
+    pub(crate) fn collect_returns(&mut self) {
+        if H::TAKES_CHUNKS {
+            self.apply_returns();
+        }
+    }
+
+    /// [`Worker::process`] without taking back the handler's returns.
+    #[inline]
+    pub(crate) fn process_one(&mut self, pkt: &RawPacket<'_>) {
         self.advance_clock(pkt.ts);
         let net = match decode_ip(pkt.link, pkt.data) {
             Ok(n) => n,
