@@ -3,13 +3,15 @@
 
 use crate::handler::{Failure, SharedFailure};
 use crate::paths::OutDir;
-use crate::run::{self, usage, Outcome, Outputs, WorkerParts};
+use crate::run::{self, usage, Outcome, Outputs, RunStage, WorkerParts};
+use crate::stage::CliStage;
 use crate::Common;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 use streamcap::dispatch::live::{open_live, total_kernel_stats};
 use streamcap::dispatch::workers::Parallel;
+use streamcap::dispatch::workers::ParallelReport;
 use streamcap::filter::libpcap::Libpcap;
 use streamcap::source::{
     FanoutJoin, KernelFanout, LiveConfig, LiveErrorKind, RingConfig, ANY_INTERFACE, MAX_SNAPLEN,
@@ -125,8 +127,6 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         Err(e) => return usage(e),
     };
     let start = Instant::now();
-    // No progress bar.
-    let parts = WorkerParts::new(&outputs, digest, &failure, filters, None, start);
     let sockets = match open_live(&live, workers) {
         Ok(s) => s,
         Err(e) => {
@@ -147,21 +147,57 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
             if workers == 1 { "" } else { "s" }
         );
     }
-    let mut report = capture.run_live_on(sockets, &par, |i| parts.take(i));
+    /// The live run: each worker reads its own socket.
+    struct LiveRun<'a> {
+        capture: &'a streamcap::Capture,
+        sockets: Vec<streamcap::source::AfPacket>,
+        par: &'a Parallel,
+    }
+    impl RunStage<std::convert::Infallible> for LiveRun<'_> {
+        fn run<H: CliStage>(
+            self,
+            parts: &WorkerParts<H>,
+        ) -> Result<ParallelReport<H, run::Hooks>, std::convert::Infallible> {
+            Ok(self
+                .capture
+                .run_live_on(self.sockets, self.par, |i| parts.take(i)))
+        }
+    }
+    let live_run = LiveRun {
+        capture: &capture,
+        sockets,
+        par: &par,
+    };
+    // Live, the analysis runs on threads of its own unless asked otherwise:
+    // a slow analysis must not make the kernel drop packets at random.
+    let analysis = c.analysis_threads.unwrap_or(1);
+    // No progress bar.
+    let stages = run::Stages {
+        filters,
+        bar: None,
+        start,
+        analysis,
+    };
+    let report = run::run_stages(&outputs, digest, &failure, stages, live_run);
     let wall = start.elapsed().as_secs_f64();
-    let (files, per_worker) = run::finish_workers(&mut report.workers);
+    let mut report = match report {
+        Ok(Ok(r)) => r,
+        Ok(Err(never)) => match never {},
+        Err(e) => return usage(e),
+    };
+    let (files, per_worker) = (report.files, std::mem::take(&mut report.per_worker));
     outputs.finish(&failure);
     if let Some(code) = run::output_failure(&failure) {
         return code;
     }
-    let kernel = total_kernel_stats(report.workers.iter().filter_map(|w| w.kernel.as_ref()));
+    let kernel = total_kernel_stats(report.kernel.iter());
     // Packets the filter let through: counted by the kernel, or on `any` by
     // each worker's filter.
     let mut matched = kernel.packets;
     if any {
         matched = 0;
-        for w in report.workers.iter_mut() {
-            if let Some(f) = w.hooks.filter.as_mut() {
+        for h in report.hooks.iter_mut() {
+            if let Some(f) = h.filter.as_mut() {
                 matched += f.accepted;
                 if let Some(e) = f.take_error() {
                     eprintln!("streamcap: {e}");
@@ -169,7 +205,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
             }
         }
     }
-    let live_error = report.workers.iter_mut().find_map(|w| w.live_error.take());
+    let live_error = report.live_error.take();
     if !c.quiet {
         run::summary(
             &format!("interface {iface}"),
@@ -181,6 +217,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
                 file_bytes: files.1,
                 workers: if workers > 1 { per_worker } else { Vec::new() },
                 kernel: Some((kernel.packets, kernel.drops, kernel.freeze_count)),
+                analysis: report.analysis.take(),
                 wall,
             },
             &par,

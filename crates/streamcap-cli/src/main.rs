@@ -15,6 +15,7 @@ mod run;
 mod signals;
 mod sink;
 mod size;
+mod stage;
 mod tcpflow;
 mod zeek;
 
@@ -270,6 +271,13 @@ struct Common {
     /// Worker threads, each owning a shard of the flows.
     #[arg(long, value_name = "N", default_value_t = 1)]
     workers: u32,
+    /// Analysis threads per worker: 0 runs the digests and stream files in
+    /// the worker itself (inline); N hands reassembled chunks to N threads
+    /// of their own, so a slow analysis does not slow capture (memory in
+    /// transit counts against --memory; prioritized packet loss chooses
+    /// what is lost). [default: 0 for files, 1 for live capture]
+    #[arg(long, value_name = "N")]
+    analysis_threads: Option<usize>,
     /// How packets are split between workers (and processes): hash (files
     /// and live, the kernel's hash fan-out) or locality (files only). Both
     /// keep a connection's two directions on one worker; the kernel's other

@@ -9,6 +9,7 @@ use crate::paths::{self, DirMode, OutDir};
 use crate::pump::{self, Pump};
 use crate::signals::{self, Stopper};
 use crate::sink::{BatchSink, RecordSink, SharedOutput};
+use crate::stage::{CliStage, Finished};
 use crate::{Common, DeliveryArg, ModeArg, PolicyArg};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
@@ -20,8 +21,10 @@ use std::time::{Duration, Instant};
 use streamcap::capture::{Progress, RunHooks, Verdict};
 use streamcap::decode::DecodeError;
 use streamcap::deliver::{Delivery, EndReason};
+use streamcap::dispatch::analysis::{AnalysisStats, Decoupled};
 use streamcap::dispatch::fanout::Fanout;
-use streamcap::dispatch::workers::{Parallel, WorkerReport};
+use streamcap::dispatch::workers::Parallel;
+use streamcap::dispatch::workers::ParallelReport;
 use streamcap::filter::{CutoffClass, Filter, FilterError, PriorityClass};
 use streamcap::stats::ProtoClass;
 use streamcap::{
@@ -312,37 +315,33 @@ impl Outputs {
 
 /// Every worker's handler and hooks, built before the run (so that errors
 /// surface first) and taken by the worker threads.
-pub(crate) struct WorkerParts(Mutex<Vec<Option<(CliHandler, Hooks)>>>);
+pub(crate) struct WorkerParts<H>(Mutex<Vec<Option<(H, Hooks)>>>);
 
-impl WorkerParts {
-    /// One part per filter (one per worker); worker 0 gets the progress bar.
+impl<H> WorkerParts<H> {
+    /// One part per filter (one per worker), each with the handler
+    /// `make(i)` builds; worker 0 gets the progress bar.
     pub(crate) fn new(
-        outputs: &Outputs,
-        digest: bool,
         failure: &SharedFailure,
         filters: Vec<Option<Filter>>,
         bar: Option<ProgressBar>,
         start: Instant,
-    ) -> WorkerParts {
-        let workers = filters.len();
-        let parts = filters
-            .into_iter()
-            .enumerate()
-            .map(|(i, filter)| {
-                let hooks = Hooks {
-                    filter,
-                    failure: failure.clone(),
-                    bar: if i == 0 { bar.clone() } else { None },
-                    start,
-                };
-                Some((outputs.handler(digest, failure, workers), hooks))
-            })
-            .collect();
-        WorkerParts(Mutex::new(parts))
+        mut make: impl FnMut(usize) -> Result<H, String>,
+    ) -> Result<WorkerParts<H>, String> {
+        let mut parts = Vec::with_capacity(filters.len());
+        for (i, filter) in filters.into_iter().enumerate() {
+            let hooks = Hooks {
+                filter,
+                failure: failure.clone(),
+                bar: if i == 0 { bar.clone() } else { None },
+                start,
+            };
+            parts.push(Some((make(i)?, hooks)));
+        }
+        Ok(WorkerParts(Mutex::new(parts)))
     }
 
     /// Worker `i`'s part (each is taken once, by its worker).
-    pub(crate) fn take(&self, i: usize) -> (CliHandler, Hooks) {
+    pub(crate) fn take(&self, i: usize) -> (H, Hooks) {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -350,6 +349,55 @@ impl WorkerParts {
             .and_then(Option::take)
             .unwrap_or_else(|| unreachable!("one part per worker"))
     }
+}
+
+/// What the workers of a run are made of, besides the outputs.
+pub(crate) struct Stages {
+    /// One filter per worker.
+    pub filters: Vec<Option<Filter>>,
+    /// The progress bar (worker 0's).
+    pub bar: Option<ProgressBar>,
+    pub start: Instant,
+    /// Analysis threads per worker (0: the handler runs inline).
+    pub analysis: usize,
+}
+
+/// Builds the workers' parts and runs them with `run`, inline or with
+/// analysis threads per worker, and finishes their handlers.
+pub(crate) fn run_stages<E>(
+    outputs: &Outputs,
+    digest: bool,
+    failure: &SharedFailure,
+    stages: Stages,
+    run: impl RunStage<E>,
+) -> Result<Result<Finished, E>, String> {
+    let Stages {
+        filters,
+        bar,
+        start,
+        analysis,
+    } = stages;
+    let workers = filters.len();
+    if analysis == 0 {
+        let parts = WorkerParts::new(failure, filters, bar, start, |_| {
+            Ok(outputs.handler(digest, failure, workers))
+        })?;
+        Ok(run.run(&parts).map(Finished::of))
+    } else {
+        // The analysis threads format the records: several threads write.
+        let writers = workers * analysis;
+        let parts = WorkerParts::new(failure, filters, bar, start, |_| {
+            Decoupled::spawn(analysis, |_| outputs.handler(digest, failure, writers))
+                .map_err(|e| format!("cannot start the analysis threads: {e}"))
+        })?;
+        Ok(run.run(&parts).map(Finished::of))
+    }
+}
+
+/// A run over workers' parts, for any kind of handler the CLI runs.
+pub(crate) trait RunStage<E> {
+    /// Runs the workers, each taking its part from `parts`.
+    fn run<H: CliStage>(self, parts: &WorkerParts<H>) -> Result<ParallelReport<H, Hooks>, E>;
 }
 
 /// What the summary needs from a finished run.
@@ -364,6 +412,8 @@ pub(crate) struct Outcome {
     pub workers: Vec<(u64, u64)>,
     /// Kernel counters of a live run: received, dropped, freeze count.
     pub kernel: Option<(u64, u64, u64)>,
+    /// The analysis stage's counters, when the handlers ran on analysis threads.
+    pub analysis: Option<AnalysisStats>,
     pub wall: f64,
 }
 
@@ -419,6 +469,14 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         if given {
             return usage(format!(
                 "{what} applies to live capture (-i), not to files (-r)"
+            ));
+        }
+    }
+    if let Some(n) = c.analysis_threads {
+        if n > streamcap::dispatch::analysis::MAX_ANALYSIS_THREADS {
+            return usage(format!(
+                "--analysis-threads {n}: expected 0 to {}",
+                streamcap::dispatch::analysis::MAX_ANALYSIS_THREADS
             ));
         }
     }
@@ -513,27 +571,51 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         bar
     });
     let start = Instant::now();
-    let parts = WorkerParts::new(&outputs, digest, &failure, filters, bar, start);
+    /// The file run: every worker reads the file.
+    struct FileRun<'a> {
+        capture: &'a Capture,
+        file: FileSource,
+        par: &'a Parallel,
+    }
+    impl RunStage<streamcap::SourceError> for FileRun<'_> {
+        fn run<H: CliStage>(
+            self,
+            parts: &WorkerParts<H>,
+        ) -> Result<ParallelReport<H, Hooks>, streamcap::SourceError> {
+            self.capture
+                .run_source_parallel(self.file, self.par, |i| parts.take(i))
+        }
+    }
     outputs.begin(&failure);
-    let report = capture.run_source_parallel(file, &par, |i| parts.take(i));
+    let file_run = FileRun {
+        capture: &capture,
+        file,
+        par: &par,
+    };
+    let analysis = c.analysis_threads.unwrap_or(0);
+    let stages = Stages {
+        filters,
+        bar,
+        start,
+        analysis,
+    };
+    let report = run_stages(&outputs, digest, &failure, stages, file_run);
     let wall = start.elapsed().as_secs_f64();
     let mut report = match report {
-        Ok(r) => r,
-        Err(e) => {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
             eprintln!("streamcap: {}", named(&e));
             return ExitCode::from(1);
         }
+        Err(e) => return usage(e),
     };
-    let (files, per_worker) = finish_workers(&mut report.workers);
+    let (files, per_worker) = (report.files, std::mem::take(&mut report.per_worker));
     outputs.finish(&failure);
     if let Some(code) = output_failure(&failure) {
         return code;
     }
     // Every worker evaluates the filter on every packet of the file.
-    let mut first = report
-        .workers
-        .first_mut()
-        .and_then(|w| w.hooks.filter.as_mut());
+    let mut first = report.hooks.first_mut().and_then(|h| h.filter.as_mut());
     let filter_error = first.as_deref_mut().and_then(|f| f.take_error());
     let filter_count = first.map(|f| (f.accepted, f.expr().to_string()));
     if !c.quiet {
@@ -551,6 +633,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
                     Vec::new()
                 },
                 kernel: None,
+                analysis: report.analysis.take(),
                 wall,
             },
             &par,
@@ -578,26 +661,6 @@ fn input_message(e: &dyn std::fmt::Display, pipe: Option<&str>, read: &Path) -> 
         Some(p) => text.replacen(p, &read.display().to_string(), 1),
         None => text,
     }
-}
-
-/// Finishes every worker's handler (hands over and flushes its records; the
-/// trailers follow in [`Outputs::finish`]); returns the stream
-/// files written (count, bytes) and per worker (packets, flows created).
-pub(crate) fn finish_workers<K>(
-    workers: &mut [WorkerReport<CliHandler, K>],
-) -> ((u64, u64), Vec<(u64, u64)>) {
-    let mut files = (0, 0);
-    let mut per_worker = Vec::new();
-    for w in workers {
-        w.handler.finish();
-        files.0 += w.handler.files;
-        files.1 += w.handler.file_bytes;
-        per_worker.push((w.stats.packets, w.stats.flows_created.iter().sum()));
-        if let Some(e) = &w.pin_error {
-            eprintln!("streamcap: warning: worker ran unpinned: {e}");
-        }
-    }
-    (files, per_worker)
 }
 
 /// The exit status for an output error, if one happened (a closed pipe is
@@ -719,6 +782,19 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
             })
             .collect();
         let _ = writeln!(e, "  overload     {}", parts.join("; "));
+    }
+    if let Some(a) = &o.analysis {
+        let _ = writeln!(
+            e,
+            "  analysis     {} thread{}: {} events in {} batches, {} decisions back; capture waited {} times on a full queue ({:.1} ms)",
+            a.threads,
+            if a.threads == 1 { "" } else { "s" },
+            a.events,
+            a.batches,
+            a.decisions,
+            a.stalls,
+            a.stall_ns as f64 / 1e6
+        );
     }
     let d = &s.defrag;
     if d.fragments > 0 {

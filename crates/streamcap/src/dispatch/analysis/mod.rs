@@ -238,11 +238,17 @@ impl<H: Handler + Send + 'static> Decoupled<H> {
     /// ([`crate::Worker::finish`] sends the last events). A panic of an
     /// analysis thread is raised again here.
     pub fn finish(mut self) -> (Vec<H>, AnalysisStats) {
-        let handlers = self.join();
+        self.join()
+    }
+
+    /// [`Decoupled::finish`] in place: afterwards the stage has no thread
+    /// and hands nothing over.
+    pub fn join(&mut self) -> (Vec<H>, AnalysisStats) {
+        let handlers = self.join_threads();
         (handlers, self.stats.clone())
     }
 
-    fn join(&mut self) -> Vec<H> {
+    fn join_threads(&mut self) -> Vec<H> {
         for i in 0..self.lanes.len() {
             self.send(i);
         }
@@ -328,7 +334,7 @@ impl<H: Handler + Send + 'static> Decoupled<H> {
 impl<H: Handler + Send + 'static> Drop for Decoupled<H> {
     fn drop(&mut self) {
         if self.lanes.iter().any(|l| l.thread.is_some()) && !std::thread::panicking() {
-            let _ = self.join();
+            let _ = self.join_threads();
         }
     }
 }
