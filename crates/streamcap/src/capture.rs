@@ -167,9 +167,19 @@ impl Capture {
         hooks: &mut dyn RunHooks,
     ) -> Report<H> {
         let mut worker = Worker::new(self.cfg.clone(), handler);
-        let run = self.drive(&mut worker, source, hooks, None);
-        let mut stats = worker.finish();
-        run.add_to(&mut stats);
+        let (run, stats) = match self.pace {
+            Some(pace) => {
+                let mut pacer = Pacer::new(pace, self.ring_size(), WallClock::new());
+                let run = self.drive_paced(&mut worker, source, hooks, None, &mut pacer);
+                let mut stats = worker.finish();
+                pacer.add_to(&mut stats);
+                (run, stats)
+            }
+            None => {
+                let run = self.drive(&mut worker, source, hooks, None);
+                (run, worker.finish())
+            }
+        };
         Report {
             handler: worker.into_handler(),
             stats,
@@ -182,8 +192,8 @@ impl Capture {
     /// The read loop shared by every kind of run: hands each packet of
     /// `source` that `hooks` lets through to `worker`, until the input ends,
     /// the packet limit is reached, a hook or `stop` says stop, or the input
-    /// breaks. Does not terminate the open streams. With a pace, runs
-    /// [`Capture::drive_paced`] on the wall clock instead.
+    /// breaks. Does not terminate the open streams, and does not pace (a
+    /// paced run uses [`Capture::drive_paced`] instead).
     pub(crate) fn drive<H: Handler>(
         &self,
         worker: &mut Worker<H>,
@@ -191,10 +201,6 @@ impl Capture {
         hooks: &mut dyn RunHooks,
         stop: Option<&AtomicBool>,
     ) -> Drive {
-        if let Some(pace) = self.pace {
-            let mut pacer = Pacer::new(pace, self.ring_size(), WallClock::new());
-            return self.drive_paced(worker, source, hooks, stop, &mut pacer);
-        }
         let mut error = None;
         let mut stopped = false;
         let mut n = 0u64;
@@ -268,20 +274,28 @@ impl Capture {
             error,
             stopped,
             packets_read: n,
-            paced: None,
         }
     }
 
-    /// [`Capture::drive`] for a paced replay: every packet read is offered
-    /// to `pacer` first, which waits until it falls due or drops it (a ring
-    /// drop: neither the hooks nor the worker see it), then to the hooks,
-    /// then handed to the worker on its own, so that each packet leaves the
-    /// ring at a time of its own. Packets are still read in batches; the
-    /// packet limit counts the packets handed to the worker, as unpaced.
-    pub(crate) fn drive_paced<H: Handler, C: Clock>(
+    /// [`Capture::drive`] for a paced replay: reads the packets of
+    /// `source` one at a time, offers each to `pacer` first, which waits
+    /// until it falls due or drops it (a ring drop: neither the hooks nor
+    /// the worker see it), then to the hooks, then hands it to the worker
+    /// on its own, so that each packet leaves the ring at a time of its own.
+    /// The packet limit counts the packets handed to the worker, as
+    /// unpaced.
+    ///
+    /// Generic over the source, and read with [`PacketSource::next_packet`]
+    /// rather than `next_batch`: a file's `next_batch` then keeps the one
+    /// caller it has in an unpaced run (the batched loop of
+    /// [`Capture::drive`], into which the compiler inlines it), so the
+    /// unpaced path is compiled as it would be without pacing (for the same
+    /// reason it is never inlined).
+    #[inline(never)]
+    pub(crate) fn drive_paced<H: Handler, C: Clock, S: PacketSource + ?Sized>(
         &self,
         worker: &mut Worker<H>,
-        source: &mut dyn PacketSource,
+        source: &mut S,
         hooks: &mut dyn RunHooks,
         stop: Option<&AtomicBool>,
         pacer: &mut Pacer<C>,
@@ -292,43 +306,31 @@ impl Capture {
         let mut processed = 0u64;
         let mut wire = 0u64;
         let every = hooks.progress_every().max(1);
-        let mut spare: Vec<RawPacket<'static>> = Vec::with_capacity(READ_BATCH);
         loop {
-            // Every packet read is dropped, skipped or processed, so reading
-            // no more than the limit leaves never overshoots it.
-            let room = self.max_packets.map_or(READ_BATCH, |m| {
-                (m.saturating_sub(processed)).min(READ_BATCH as u64) as usize
-            });
-            if room == 0 {
+            if self.max_packets.is_some_and(|m| processed >= m) {
                 break;
             }
             if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
                 stopped = true;
                 break;
             }
-            let before = n;
-            let mut batch = recycle(std::mem::take(&mut spare));
-            let failed = source.next_batch(&mut batch, room);
-            let read = batch.len();
-            for p in &batch {
-                wire += u64::from(p.orig_len);
-                match pacer.admit(p, stop) {
-                    Admit::Take => {}
-                    Admit::Drop => {
-                        n += 1;
-                        continue;
-                    }
-                    Admit::Stop => {
-                        stopped = true;
-                        break;
-                    }
+            let p = match source.next_packet() {
+                Some(Ok(p)) => p,
+                Some(Err(e)) => {
+                    error = Some(e);
+                    break;
                 }
-                match hooks.inspect(p) {
+                None => break,
+            };
+            wire += u64::from(p.orig_len);
+            match pacer.admit(&p, stop) {
+                Admit::Take => match hooks.inspect(&p) {
                     Verdict::Process => {
                         // The packet leaves the capture stage (and the
                         // ring) here: its take time is the pacer's clock
-                        // reading above.
-                        worker.process(p);
+                        // reading in `admit`. A hand-off to another stage
+                        // would go in place of this call.
+                        worker.process(&p);
                         processed += 1;
                     }
                     Verdict::Skip => {}
@@ -336,24 +338,21 @@ impl Capture {
                         stopped = true;
                         break;
                     }
+                },
+                Admit::Drop => {}
+                Admit::Stop => {
+                    stopped = true;
+                    break;
                 }
-                n += 1;
             }
-            spare = recycle(batch);
-            if n / every > before / every {
+            n += 1;
+            if n % every == 0 {
                 hooks.progress(&Progress {
                     packets_read: n,
                     wire_bytes: wire,
                     position: source.progress(),
                     done: false,
                 });
-            }
-            if let Some(e) = failed {
-                error = Some(e);
-                break;
-            }
-            if stopped || read == 0 {
-                break;
             }
         }
         hooks.progress(&Progress {
@@ -366,7 +365,6 @@ impl Capture {
             error,
             stopped,
             packets_read: n,
-            paced: Some((pacer.ring_drops(), pacer.stats())),
         }
     }
 
@@ -419,15 +417,18 @@ impl Capture {
         F: Fn(usize) -> (H, K) + Sync,
     {
         let n = par.workers.max(1);
-        if self.pace.is_some() && n > 1 {
-            return Err(SourceError::new(
-                file.name(),
-                None,
-                SourceErrorKind::Unsupported(format!(
-                    "paced replay runs on one worker, not {n}: every worker reads the whole file, \
-                     so each would pace it and model a ring of its own"
-                )),
-            ));
+        if let Some(pace) = self.pace {
+            if n > 1 {
+                return Err(SourceError::new(
+                    file.name(),
+                    None,
+                    SourceErrorKind::Unsupported(format!(
+                        "paced replay runs on one worker, not {n}: every worker reads the whole \
+                         file, so each would pace it and model a ring of its own"
+                    )),
+                ));
+            }
+            return Ok(self.run_paced_worker(file, pace, par, &make));
         }
         // One worker keeps the source as opened (a file read ahead by a
         // thread of its own: see `FileSource::open`). Several each read
@@ -466,8 +467,7 @@ impl Capture {
                             }
                             let mut src = reader;
                             let run = self.drive(&mut worker, &mut src, &mut hooks, Some(stop));
-                            let mut stats = worker.finish();
-                            run.add_to(&mut stats);
+                            let stats = worker.finish();
                             WorkerReport {
                                 handler: worker.into_handler(),
                                 hooks,
@@ -489,6 +489,54 @@ impl Capture {
             DefragMerge::Replicated,
             true,
         ))
+    }
+
+    /// [`Capture::run_source_parallel`] paced, on its one worker thread:
+    /// the same as the unpaced worker, with [`Capture::drive_paced`] on the
+    /// wall clock as its read loop. Kept apart so that the unpaced worker
+    /// is compiled exactly as it would be without pacing.
+    fn run_paced_worker<H, K, F>(
+        &self,
+        file: FileSource,
+        pace: Pace,
+        par: &Parallel,
+        make: &F,
+    ) -> ParallelReport<H, K>
+    where
+        H: Handler + Send,
+        K: RunHooks + Send,
+        F: Fn(usize) -> (H, K) + Sync,
+    {
+        let reports = std::thread::scope(|scope| {
+            let stop = &par.stop;
+            let cpu = par.cpu_for(0);
+            let handle = std::thread::Builder::new()
+                .name("streamcap-worker-0".to_string())
+                .spawn_scoped(scope, move || {
+                    let pin_error = cpu.and_then(|c| pin_current_thread(c).err());
+                    let (handler, mut hooks) = make(0);
+                    let mut worker = Worker::new(self.cfg.clone(), handler);
+                    let mut src = file;
+                    let mut pacer = Pacer::new(pace, self.ring_size(), WallClock::new());
+                    let run =
+                        self.drive_paced(&mut worker, &mut src, &mut hooks, Some(stop), &mut pacer);
+                    let mut stats = worker.finish();
+                    pacer.add_to(&mut stats);
+                    WorkerReport {
+                        handler: worker.into_handler(),
+                        hooks,
+                        stats,
+                        packets_read: run.packets_read,
+                        error: run.error,
+                        stopped: run.stopped,
+                        pin_error,
+                        kernel: None,
+                        live_error: None,
+                    }
+                });
+            join_workers(vec![handle])
+        });
+        ParallelReport::from_workers(reports, DefragMerge::Replicated, true)
     }
 
     /// Opens a pcap or pcapng file and runs over it. Fails only if the file
@@ -726,7 +774,7 @@ mod tests {
         let mut pacer = Pacer::new(pace, cap.ring_size(), StepClock { now: 0, step });
         let run = cap.drive_paced(&mut worker, &mut sample(), hooks, None, &mut pacer);
         let mut stats = worker.finish();
-        run.add_to(&mut stats);
+        pacer.add_to(&mut stats);
         let closed = closed.borrow().clone();
         (stats, run, closed)
     }

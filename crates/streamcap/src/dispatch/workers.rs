@@ -5,7 +5,6 @@
 use super::fanout::Fanout;
 use crate::capture::RunHooks;
 use crate::deliver::Handler;
-use crate::source::pace::PaceStats;
 use crate::source::{KernelStats, LiveError, SourceError};
 use crate::stats::{DefragMerge, GlobalStats};
 use std::sync::atomic::AtomicBool;
@@ -61,20 +60,6 @@ pub(crate) struct Drive {
     pub(crate) error: Option<SourceError>,
     pub(crate) stopped: bool,
     pub(crate) packets_read: u64,
-    /// A paced run's ring drops (packets, wire bytes) and measurements.
-    pub(crate) paced: Option<((u64, u64), PaceStats)>,
-}
-
-impl Drive {
-    /// Adds what the read loop counted itself (a paced run's ring drops)
-    /// to the worker's statistics.
-    pub(crate) fn add_to(&self, stats: &mut GlobalStats) {
-        if let Some(((drops, bytes), pace)) = self.paced {
-            stats.ring_drops += drops;
-            stats.ring_drop_bytes += bytes;
-            stats.pace = Some(pace);
-        }
-    }
 }
 
 /// What one worker of a multi-worker run produced.

@@ -40,6 +40,7 @@ pub use ring::{frame_cost, RingModel, DEFAULT_RING_SIZE, FRAME_HEADER};
 pub use schedule::Schedule;
 
 use crate::source::RawPacket;
+use crate::stats::GlobalStats;
 use std::fmt;
 use std::sync::atomic::AtomicBool;
 
@@ -215,6 +216,14 @@ impl<C: Clock> Pacer<C> {
             idle_ns: self.idle_ns,
             max_late_ns: self.max_late_ns,
         }
+    }
+
+    /// Adds the ring drops and what pacing measured to a worker's
+    /// statistics ([`GlobalStats::ring_drops`], [`GlobalStats::pace`]).
+    pub fn add_to(&self, stats: &mut GlobalStats) {
+        stats.ring_drops += self.drops;
+        stats.ring_drop_bytes = stats.ring_drop_bytes.saturating_add(self.drop_bytes);
+        stats.pace = Some(self.stats());
     }
 
     /// The clock.
