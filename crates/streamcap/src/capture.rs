@@ -289,9 +289,7 @@ impl Capture {
     /// rather than `next_batch`: a file's `next_batch` then keeps the one
     /// caller it has in an unpaced run (the batched loop of
     /// [`Capture::drive`], into which the compiler inlines it), so the
-    /// unpaced path is compiled as it would be without pacing (for the same
-    /// reason it is never inlined).
-    #[inline(never)]
+    /// unpaced path is compiled as it would be without pacing.
     pub(crate) fn drive_paced<H: Handler, C: Clock, S: PacketSource + ?Sized>(
         &self,
         worker: &mut Worker<H>,
