@@ -5,7 +5,8 @@
 //! (`bit/s`, `kbit/s`, `Mbit/s`, `Gbit/s`, or `bps`, `kbps`, `Mbps`,
 //! `Gbps`: bits, not bytes) or packets per second (`pps`, `kpps`, `Mpps`).
 //! Units are case-insensitive. A speed is a factor, with or without a
-//! trailing `x`. Every value must be a finite number above 0.
+//! trailing `x`. Every value must be a finite number above 0. Depends only
+//! on the library, so the fuzz targets include it as it is.
 
 use streamcap::source::pace::Pace;
 
