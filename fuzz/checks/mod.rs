@@ -25,6 +25,8 @@ pub mod filter;
 pub mod options;
 #[path = "pcap_reader.rs"]
 pub mod pcap_reader;
+#[path = "../../crates/streamcap-cli/src/rate.rs"]
+pub mod rate;
 #[path = "../../crates/streamcap-cli/src/size.rs"]
 pub mod size;
 #[path = "tcp_segments.rs"]

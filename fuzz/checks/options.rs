@@ -1,7 +1,8 @@
 //! The parsers of option values a user types: sizes and limits, CPU lists,
-//! cutoff classes, fan-out modes, reassembly modes and overlap policies.
+//! cutoff classes, replay rates and speeds, fan-out modes, reassembly modes
+//! and overlap policies.
 //! Arbitrary text: no panic, and what parses is consistent.
-use super::{args, size};
+use super::{args, rate, size};
 use streamcap::dispatch::fanout::Fanout;
 use streamcap::source::KernelFanout;
 use streamcap::{OverlapPolicy, ReassemblyMode};
@@ -22,6 +23,13 @@ pub fn run(data: &[u8]) {
         assert!(!class.expr.is_empty());
         assert!(!class.expr.starts_with(char::is_whitespace));
         assert!(s.contains(&class.expr));
+    }
+    // A rate or speed that parses is one the library accepts.
+    for pace in [rate::parse_rate(s), rate::parse_speed(s)]
+        .into_iter()
+        .flatten()
+    {
+        assert_eq!(pace.check(), Ok(pace), "{s:?}");
     }
     if let Ok(f) = s.parse::<Fanout>() {
         assert_eq!(f.name(), s);

@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | `--memory` | up to that much stream data (chunks, out-of-order segments) | physical memory |
 //! | `--chunk` | one buffer per stream, held in the budget | each worker's share of the budget |
-//! | `--ring-size` | that much kernel memory per worker, at once, pinned | rings of all workers + budget ≤ physical memory |
+//! | `--ring-size` | live: that much kernel memory per worker, at once, pinned; a paced file: a model of such a ring, up to 16 bytes per 80 of it | rings of all workers + budget ≤ physical memory |
 //! | `--snaplen` | nothing beyond the ring | at most `MAX_SNAPLEN` (checked in `live.rs`) |
 //! | `--cutoff*`, `--cutoff-class` | nothing: a cutoff limits what is delivered, not what is held | none needed |
 //! | `--workers` | a thread, an engine and output batches each | at most `MAX_WORKERS` (checked in `run.rs`) |
@@ -32,9 +32,12 @@ pub struct Sizes {
     pub memory: Option<u64>,
     /// `--chunk`, if given.
     pub chunk: Option<u64>,
-    /// `--ring-size` (live capture only; `Some(default)` for a live run
-    /// without the option), with whether it was given.
+    /// `--ring-size` (live capture, or a paced replay of a file;
+    /// `Some(default)` for such a run without the option), with whether it
+    /// was given.
     pub ring: Option<(u64, bool)>,
+    /// The ring is a paced replay's model, not the kernel's.
+    pub modelled_ring: bool,
     /// Worker threads.
     pub workers: u64,
 }
@@ -78,9 +81,13 @@ pub fn check(s: &Sizes, physical: Option<u64>) -> Result<(), String> {
             } else {
                 String::new()
             };
+            let why = if s.modelled_ring {
+                "a paced replay models the ring a live capture would allocate"
+            } else {
+                "the kernel allocates the rings at once and cannot swap them"
+            };
             return Err(format!(
-                "--ring-size {}{per} + memory budget {} = {}: more than this machine's physical memory ({}); \
-                 the kernel allocates the rings at once and cannot swap them",
+                "--ring-size {}{per} + memory budget {} = {}: more than this machine's physical memory ({}); {why}",
                 binary(ring),
                 binary(memory),
                 binary(total),
@@ -102,6 +109,7 @@ mod tests {
             memory: None,
             chunk: None,
             ring: None,
+            modelled_ring: false,
             workers: 1,
         }
     }
@@ -169,6 +177,20 @@ mod tests {
             ..sizes()
         };
         assert!(check(&live, Some(256 << 20)).is_ok());
+        // A paced replay's ring is a model, held to the same bound.
+        let e = check(
+            &Sizes {
+                ring: Some((100 * GIB, true)),
+                modelled_ring: true,
+                ..sizes()
+            },
+            phys,
+        )
+        .expect_err("modelled ring");
+        assert!(
+            e.contains("--ring-size 100 GiB") && e.contains("a paced replay models the ring"),
+            "{e}"
+        );
         // Unknown memory: only the relative bounds.
         assert!(check(
             &Sizes {

@@ -9,6 +9,7 @@ mod live;
 mod output;
 mod paths;
 mod pump;
+mod rate;
 mod record;
 mod replay;
 mod run;
@@ -275,7 +276,8 @@ struct Common {
     /// the worker itself (inline); N hands reassembled chunks to N threads
     /// of their own, so a slow analysis does not slow capture (memory in
     /// transit counts against --memory; prioritized packet loss chooses
-    /// what is lost). [default: 0 for files, 1 for live capture]
+    /// what is lost). [default: 0 for files, 1 for live capture and paced
+    /// replay (--rate, --speed)]
     #[arg(long, value_name = "N")]
     analysis_threads: Option<usize>,
     /// How packets are split between workers (and processes): hash (files
@@ -295,9 +297,33 @@ struct Common {
     pin: Option<CpuList>,
     /// Live: the kernel ring of each worker's socket (a 100 ms burst at
     /// 1 Gbit/s plus per-packet overhead); the rings of all workers and
-    /// --memory must fit in physical memory. [default: 32 MiB]
+    /// --memory must fit in physical memory. A file paced by --rate or
+    /// --speed: the modelled ring that drops what the capture stage cannot
+    /// take in time. [default: 32 MiB]
     #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
     ring_size: Option<u64>,
+    /// File: replay at RATE instead of as fast as possible, counting each
+    /// packet's length on the wire (no preamble or inter-frame gap):
+    /// bit/s, kbit/s, Mbit/s, Gbit/s (also bps, kbps, Mbps, Gbps: bits) or
+    /// pps, kpps, Mpps, e.g. 2Gbit/s, 0.85Gbit/s, 500kpps. Packets that fall
+    /// due while the ring (--ring-size) is full are ring drops. One worker.
+    #[arg(
+        long,
+        value_name = "RATE",
+        value_parser = rate::parse_rate,
+        conflicts_with = "speed",
+        allow_hyphen_values = true
+    )]
+    rate: Option<streamcap::source::pace::Pace>,
+    /// File: replay at FACTOR times the capture's own pace, from its
+    /// timestamps (4x, 0.5x, 4), with the ring drops of --rate. One worker.
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        value_parser = rate::parse_speed,
+        allow_hyphen_values = true
+    )]
+    speed: Option<streamcap::source::pace::Pace>,
     /// Live: bytes captured of each packet, 1 to 262144.
     /// [default: 262144 (whole frames)]
     #[arg(long, value_name = "N")]

@@ -26,6 +26,7 @@ use streamcap::dispatch::fanout::Fanout;
 use streamcap::dispatch::workers::Parallel;
 use streamcap::dispatch::workers::ParallelReport;
 use streamcap::filter::{CutoffClass, Filter, FilterError, PriorityClass};
+use streamcap::source::pace::{DEFAULT_RING_SIZE, FRAME_HEADER};
 use streamcap::stats::ProtoClass;
 use streamcap::{
     Capture, Config, FileSource, GlobalStats, OverlapPolicy, RawPacket, ReassemblyMode,
@@ -162,6 +163,12 @@ pub(crate) fn capture(c: &Common, digest: bool, streams: bool) -> Result<Capture
     }
     if let Some(n) = c.count {
         builder = builder.max_packets(n);
+    }
+    if let Some(pace) = c.rate.or(c.speed) {
+        builder = builder.pace(pace).map_err(|e| e.to_string())?;
+        if let Some(bytes) = c.ring_size {
+            builder = builder.ring_size(bytes);
+        }
     }
     Ok(builder.build())
 }
@@ -440,14 +447,32 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
     if c.chunk == Some(0) {
         return usage("--chunk 0: the chunk size must be at least 1 byte");
     }
-    let ring = c.interface.is_some().then(|| {
+    // Paced replay of a file (--rate, --speed): refused where it cannot apply.
+    let pace = c.rate.or(c.speed);
+    let pace_option = if c.rate.is_some() {
+        "--rate"
+    } else {
+        "--speed"
+    };
+    if let Some(e) = pacing_misuse(&c, pace_option) {
+        return usage(e);
+    }
+    let ring = if c.interface.is_some() {
         let default = streamcap::source::RingConfig::default().total_size() as u64;
-        (c.ring_size.unwrap_or(default), c.ring_size.is_some())
-    });
+        Some((c.ring_size.unwrap_or(default), c.ring_size.is_some()))
+    } else {
+        pace.map(|_| {
+            (
+                c.ring_size.unwrap_or(DEFAULT_RING_SIZE),
+                c.ring_size.is_some(),
+            )
+        })
+    };
     let sizes = limits::Sizes {
         memory: c.memory,
         chunk: c.chunk,
         ring,
+        modelled_ring: c.interface.is_none(),
         workers: u64::from(c.workers),
     };
     if let Err(e) = limits::check(&sizes, streamcap::source::physical_memory()) {
@@ -462,7 +487,6 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
     };
     for (given, what) in [
         (c.group.is_some(), "--group"),
-        (c.ring_size.is_some(), "--ring-size"),
         (c.snaplen.is_some(), "--snaplen"),
         (c.no_promisc, "--no-promiscuous-mode"),
     ] {
@@ -592,7 +616,12 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         file,
         par: &par,
     };
-    let analysis = c.analysis_threads.unwrap_or(0);
+    // A paced replay stands for live capture: its analysis runs on a thread
+    // of its own unless asked otherwise, so that a slow analysis leads to
+    // prioritized packet loss rather than ring drops. An unpaced file runs
+    // it inline, which is faster when nothing waits.
+    let paced = c.rate.is_some() || c.speed.is_some();
+    let analysis = c.analysis_threads.unwrap_or(usize::from(paced));
     let stages = Stages {
         filters,
         bar,
@@ -653,6 +682,35 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
     ExitCode::SUCCESS
 }
 
+/// Why the pacing options (`--rate`, `--speed`, and `--ring-size` on a
+/// file) cannot apply to this run, if they cannot; `option` names the pace
+/// option given.
+fn pacing_misuse(c: &Common, option: &str) -> Option<String> {
+    let paced = c.rate.is_some() || c.speed.is_some();
+    if c.interface.is_some() {
+        return paced.then(|| {
+            format!("{option} applies to files (-r): a live capture comes at the pace of the wire")
+        });
+    }
+    match (paced, c.ring_size) {
+        (false, Some(_)) => Some(
+            "--ring-size on a file (-r) needs --rate or --speed: it sizes the ring that a paced \
+             replay models (on an interface, -i, the kernel's ring)"
+                .to_string(),
+        ),
+        (true, _) if c.workers > 1 => Some(format!(
+            "{option}: a paced replay runs on one worker, not {} (every worker reads the whole \
+             file, so each would pace it and model a ring of its own)",
+            c.workers
+        )),
+        (true, Some(bytes)) if bytes < FRAME_HEADER => Some(format!(
+            "--ring-size {bytes}: smaller than the {FRAME_HEADER}-byte frame header of one \
+             packet, so every packet would be dropped"
+        )),
+        _ => None,
+    }
+}
+
 /// An input error's message, with the pump's pipe (`/dev/fd/N`) named as
 /// the user named the input.
 fn input_message(e: &dyn std::fmt::Display, pipe: Option<&str>, read: &Path) -> String {
@@ -710,6 +768,20 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
         let _ = writeln!(
             e,
             "  kernel       {received} passed the kernel filter, {dropped} dropped by the kernel (ring full), {freezes} queue freezes"
+        );
+    }
+    if let Some(p) = &s.pace {
+        // Packets the modelled ring of a paced replay dropped: in no other
+        // line (they never reached the engine).
+        let _ = writeln!(
+            e,
+            "  ring         {} dropped (ring full), {}B on the wire; peak {} of the {} ring; idle {:.3} s, at most {:.3} ms late",
+            s.ring_drops,
+            human(s.ring_drop_bytes as f64),
+            crate::size::binary(p.ring_peak),
+            crate::size::binary(p.ring_size),
+            p.idle_ns as f64 / 1e9,
+            p.max_late_ns as f64 / 1e6
         );
     }
     let _ = writeln!(

@@ -3,6 +3,7 @@
 use crate::decode::defrag::DefragStats;
 use crate::decode::DecodeError;
 use crate::deliver::{EndReason, OverloadStats, StreamCounters};
+use crate::source::pace::PaceStats;
 
 /// Flow classes counted separately.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -95,6 +96,16 @@ pub struct GlobalStats {
     pub overload: OverloadStats,
     /// Fragment reassembly counters.
     pub defrag: DefragStats,
+    /// Paced replay ([`crate::source::pace`]): packets of the input that
+    /// fell due while the modelled ring was full. They never reached the
+    /// engine, so they are in no other counter (not in `packets`); their
+    /// streams see the hole as `missing` bytes.
+    pub ring_drops: u64,
+    /// On-the-wire bytes of the ring drops.
+    pub ring_drop_bytes: u64,
+    /// What pacing measured (the ring, the capture stage's idle time and
+    /// lateness); `None` when the input was not paced.
+    pub pace: Option<PaceStats>,
 }
 
 impl GlobalStats {
@@ -160,6 +171,15 @@ impl GlobalStats {
         self.memory_refusals += o.memory_refusals;
         self.chunks += o.chunks;
         self.overload.add(&o.overload);
+        self.ring_drops += o.ring_drops;
+        self.ring_drop_bytes += o.ring_drop_bytes;
+        self.pace = match (self.pace, o.pace) {
+            (Some(mut a), Some(b)) => {
+                a.merge(&b);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
         match defrag {
             DefragMerge::Sum => self.defrag.add(&o.defrag),
             DefragMerge::Replicated => {

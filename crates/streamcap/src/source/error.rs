@@ -28,6 +28,10 @@ pub enum SourceErrorKind {
     /// Any other structural error.
     #[error("{0}")]
     Malformed(String),
+    /// The run asks the source for something it cannot do with this input
+    /// or these settings (e.g. paced replay with several workers).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 /// An error reading a capture, naming the file and, where it applies, the

@@ -1,7 +1,8 @@
 //! Where packets come from: capture files (pcap, pcapng), read with `read(2)`
 //! through a sliding window and handed out without copying, and on Linux live interfaces
 //! ([`AfPacket`], a memory-mapped `AF_PACKET` ring). [`Injector`] and
-//! [`replay`] send frames back onto an interface.
+//! [`replay`] send frames back onto an interface. [`pace`] replays a file at
+//! a chosen rate, with the drops of a modelled kernel ring.
 //!
 //! A source yields [`RawPacket`]s: the captured bytes of one link-layer frame,
 //! its timestamp, its link type and its record number in the file. Sources never
@@ -13,6 +14,7 @@ mod error;
 mod file;
 #[cfg(target_os = "linux")]
 mod inject;
+pub mod pace;
 mod pcap;
 mod pcapng;
 mod window;
