@@ -10,6 +10,8 @@
 //!                     [--idle-conns N,N...] [--idle-baseline N] [NAME=FILE...]
 //! streamcap-bench live --streamcap BIN --pcap FILE [--frames N] [--rates R,R,max]
 //! streamcap-bench attacks --streamcap BIN [--packets N] [--memory BYTES] [--runs N] [--json FILE]
+//! streamcap-bench overload --pcap FILE [--json FILE] [--png PREFIX] [--memory BYTES]
+//!                          [--chunk BYTES] [--high FILTER] [--rounds N]
 //! ```
 //!
 //! `bench/run.sh` drives it; see `bench/README.md`.
@@ -21,6 +23,7 @@ mod gen;
 mod host;
 mod idle;
 mod live;
+mod overload;
 mod plot;
 mod report;
 mod runner;
@@ -71,7 +74,20 @@ usage:
       each, default 200000) through `streamcap streams` and `streamcap flows`
       with --memory BYTES (default 32 MiB); prints a Markdown table with
       peak RSS, stream-data peak, packets/s against normal, the byte
-      accounting and pass/FAIL against the bounds (exit 0 either way)";
+      accounting and pass/FAIL against the bounds (exit 0 either way)
+  streamcap-bench overload --pcap FILE [--json FILE] [--png PREFIX]
+                           [--memory BYTES] [--chunk BYTES] [--high FILTER]
+                           [--rounds N]
+      overload control: the capture stage alone and the analysis alone
+      (SHA-256 of every chunk, N rounds; default: enough rounds for the
+      analysis to run at about 1/2.5 of the capture stage's rate), then the
+      file replayed at 0.5 to 2 times the analysis rate: bytes lost per
+      priority (FILTER gets priority 1; default 'tcp port 22'), streams
+      delivered completely, decoupled with prioritized packet loss and
+      inline; the highest loss-free rate with 1 and 2 analysis threads; the
+      M/M/1/N loss beside PPL simulated on Poisson arrivals; a Markdown
+      report on stdout, PREFIX-{priorities,rate-loss,threads,queueing}.png
+      (defaults: --memory 33554432, --chunk 4096)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -81,6 +97,7 @@ fn main() -> ExitCode {
         Some("run") => runner::cmd_run(&args[1..]),
         Some("live") => live::cmd_live(&args[1..]),
         Some("attacks") => attacks::cmd_attacks(&args[1..]),
+        Some("overload") => overload::cmd_overload(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

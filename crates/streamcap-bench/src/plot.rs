@@ -129,3 +129,116 @@ pub fn draw(path: &Path, workloads: &[Workload]) -> Result<String, String> {
         " (no TrueType font found: bars without labels; apt-get install fonts-dejavu-core)".into()
     })
 }
+
+/// One line of a [`lines`] chart: its name and its points.
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// (x, y) points, drawn in order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart of `series` (with a marker at each point), `log_y` for a
+/// logarithmic y axis (points with y <= 0 are left out there).
+pub fn lines(
+    path: &Path,
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    series: &[Series],
+    log_y: bool,
+) -> Result<(), String> {
+    let text = register_font();
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let pts = || series.iter().flat_map(|s| s.points.iter().copied());
+    let xmax = pts().map(|p| p.0).fold(0.0f64, f64::max).max(1e-9) * 1.05;
+    let xmin = pts().map(|p| p.0).fold(f64::MAX, f64::min).min(xmax);
+    let xmin = if xmin > 0.0 { 0.0 } else { xmin };
+    let mut cb = ChartBuilder::on(&root);
+    cb.margin(15)
+        .x_label_area_size(if text { 40 } else { 5 })
+        .y_label_area_size(if text { 70 } else { 5 });
+    if text {
+        cb.caption(title, ("sans-serif", 18));
+    }
+    let style = |i: usize| COLORS[i % COLORS.len()];
+    if log_y {
+        let ys = pts().map(|p| p.1).filter(|y| *y > 0.0);
+        let ymin = ys.clone().fold(f64::MAX, f64::min).min(1.0) / 2.0;
+        let ymax = ys.fold(0.0f64, f64::max).max(ymin * 10.0) * 2.0;
+        let mut chart = cb
+            .build_cartesian_2d(xmin..xmax, (ymin..ymax).log_scale())
+            .map_err(|e| e.to_string())?;
+        if text {
+            chart
+                .configure_mesh()
+                .x_desc(x_label)
+                .y_desc(y_label)
+                .label_style(("sans-serif", 12))
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }
+        for (i, s) in series.iter().enumerate() {
+            let c = style(i);
+            let p: Vec<_> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
+            let drawn = chart
+                .draw_series(LineSeries::new(p.clone(), c.stroke_width(2)))
+                .map_err(|e| e.to_string())?;
+            if text {
+                drawn
+                    .label(s.name.clone())
+                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c));
+            }
+            chart
+                .draw_series(p.into_iter().map(|xy| Circle::new(xy, 3, c.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+        if text {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 13))
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }
+    } else {
+        let ymax = pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * 1.1;
+        let mut chart = cb
+            .build_cartesian_2d(xmin..xmax, 0f64..ymax)
+            .map_err(|e| e.to_string())?;
+        if text {
+            chart
+                .configure_mesh()
+                .x_desc(x_label)
+                .y_desc(y_label)
+                .label_style(("sans-serif", 12))
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }
+        for (i, s) in series.iter().enumerate() {
+            let c = style(i);
+            let drawn = chart
+                .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(2)))
+                .map_err(|e| e.to_string())?;
+            if text {
+                drawn
+                    .label(s.name.clone())
+                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c));
+            }
+            chart
+                .draw_series(s.points.iter().map(|&xy| Circle::new(xy, 3, c.filled())))
+                .map_err(|e| e.to_string())?;
+        }
+        if text {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .label_font(("sans-serif", 13))
+                .draw()
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    root.present().map_err(|e| e.to_string())
+}

@@ -23,8 +23,9 @@
 //!   packet loss ([`crate::deliver::overload`]) sees analysis falling behind
 //!   as memory filling up. The queue of each analysis thread is bounded
 //!   ([`QUEUE_BATCHES`] batches of up to [`BATCH_EVENTS`] events); when it is
-//!   full the capture stage waits (only events without payload can fill it:
-//!   events with payload are bounded by the budget first).
+//!   full the capture stage waits (the bound is far above what the budget
+//!   lets queue in chunks: only a flood of events without payload reaches
+//!   it, while the analysis has stalled).
 //! - **Decisions.** A callback's `discard`, `set_cutoff`, `set_priority`,
 //!   `set_chunk_size` and the other setters travel back and apply from the
 //!   next packet the worker processes after they arrive (Scap's semantics:
@@ -68,8 +69,12 @@ pub const BATCH_EVENTS: usize = 64;
 /// A batch holding this many bytes of chunks is sent at once.
 pub const BATCH_BYTES: usize = 256 << 10;
 /// Batches queued for one analysis thread at most; a capture stage that
-/// finds the queue full waits.
-pub const QUEUE_BATCHES: usize = 64;
+/// finds the queue full waits. Batches are small while the analysis keeps
+/// up (an idle analysis thread gets each event at once), so the bound is
+/// set far above what the memory budget lets queue in chunks: it only
+/// stops a flood of events without payload (at most 64 Ki events, some
+/// 40 MiB of descriptors) when the analysis has stalled.
+pub const QUEUE_BATCHES: usize = 1024;
 /// Most analysis threads per worker.
 pub const MAX_ANALYSIS_THREADS: usize = 64;
 
