@@ -206,22 +206,23 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         }
     }
     let live_error = report.live_error.take();
+    let outcome = Outcome {
+        stats: report.stats,
+        read: report.packets_read,
+        filter: expr.map(|e| (matched, e)),
+        files: files.0,
+        file_bytes: files.1,
+        workers: if workers > 1 { per_worker } else { Vec::new() },
+        kernel: Some((kernel.packets, kernel.drops, kernel.freeze_count)),
+        analysis: report.analysis.take(),
+        wall,
+    };
+    let source = format!("interface {iface}");
     if !c.quiet {
-        run::summary(
-            &format!("interface {iface}"),
-            &Outcome {
-                stats: report.stats,
-                read: report.packets_read,
-                filter: expr.map(|e| (matched, e)),
-                files: files.0,
-                file_bytes: files.1,
-                workers: if workers > 1 { per_worker } else { Vec::new() },
-                kernel: Some((kernel.packets, kernel.drops, kernel.freeze_count)),
-                analysis: report.analysis.take(),
-                wall,
-            },
-            &par,
-        );
+        run::summary(&source, &outcome, &par);
+    }
+    if let Some(code) = run::stats_json(&c, &source, &outcome) {
+        return code;
     }
     if let Some(e) = live_error {
         eprintln!("streamcap: {e}");

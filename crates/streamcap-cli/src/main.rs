@@ -17,6 +17,7 @@ mod signals;
 mod sink;
 mod size;
 mod stage;
+mod stats_json;
 mod tcpflow;
 mod zeek;
 
@@ -344,6 +345,11 @@ struct Common {
     /// No progress bar, no summary.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Also write the summary's figures to FILE as one JSON object (even
+    /// with -q): packets, ring and kernel drops, flows, streams, memory,
+    /// what each priority lost, the analysis stage.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
     /// A tcpdump-syntax filter, e.g. `tcp port 80 and host 10.0.0.1`.
     #[arg(value_name = "FILTER")]
     filter: Vec<String>,

@@ -105,6 +105,28 @@ fn same_place(a: &Path, b: &Path) -> bool {
     matches!((resolved(a), resolved(b)), (Some(x), Some(y)) if x == y)
 }
 
+/// Checks that `--stats-json` names neither the input file nor the
+/// records' output.
+pub fn check_stats(read: Option<&Path>, output: Option<&Path>, stats: &Path) -> Result<(), String> {
+    if let Some(id) = input_identity(read) {
+        if existing(stats) == Some(id) {
+            return Err(format!(
+                "--stats-json {} is the input file: writing the statistics would destroy the capture; choose another file",
+                stats.display()
+            ));
+        }
+    }
+    if let Some(o) = output.filter(|p| *p != Path::new("-")) {
+        if same_place(o, stats) {
+            return Err(format!(
+                "--stats-json {} is also the records' output (-o): choose another file",
+                stats.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whether a file name is one streamcap writes into a `-w` directory.
 pub fn is_ours(name: &str) -> bool {
     name == JSONL_NAME || tcpflow::is_flow_name(name)

@@ -482,6 +482,11 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
     if let Err(e) = paths::check(c.read.as_deref(), c.output.as_deref(), dir.as_ref()) {
         return usage(e);
     }
+    if let Some(s) = c.stats_json.as_deref() {
+        if let Err(e) = paths::check_stats(c.read.as_deref(), c.output.as_deref(), s) {
+            return usage(e);
+        }
+    }
     let Some(read) = c.read.clone() else {
         return crate::live::run(c, digest, dir, streams);
     };
@@ -647,26 +652,26 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
     let mut first = report.hooks.first_mut().and_then(|h| h.filter.as_mut());
     let filter_error = first.as_deref_mut().and_then(|f| f.take_error());
     let filter_count = first.map(|f| (f.accepted, f.expr().to_string()));
+    let outcome = Outcome {
+        stats: report.stats,
+        read: report.packets_read,
+        filter: filter_count,
+        files: files.0,
+        file_bytes: files.1,
+        workers: if c.workers > 1 {
+            per_worker
+        } else {
+            Vec::new()
+        },
+        kernel: None,
+        analysis: report.analysis.take(),
+        wall,
+    };
     if !c.quiet {
-        summary(
-            &read.display().to_string(),
-            &Outcome {
-                stats: report.stats,
-                read: report.packets_read,
-                filter: filter_count,
-                files: files.0,
-                file_bytes: files.1,
-                workers: if c.workers > 1 {
-                    per_worker
-                } else {
-                    Vec::new()
-                },
-                kernel: None,
-                analysis: report.analysis.take(),
-                wall,
-            },
-            &par,
-        );
+        summary(&read.display().to_string(), &outcome, &par);
+    }
+    if let Some(code) = stats_json(&c, &read.display().to_string(), &outcome) {
+        return code;
     }
     if let Some(e) = filter_error {
         return usage(e);
@@ -746,6 +751,22 @@ fn human(n: f64) -> String {
         format!("{:.1} k", n / 1e3)
     } else {
         format!("{n:.0} ")
+    }
+}
+
+/// Writes `--stats-json`, if asked; the exit status if that fails.
+pub(crate) fn stats_json(c: &Common, source: &str, o: &Outcome) -> Option<ExitCode> {
+    let path = c.stats_json.as_ref()?;
+    let v = crate::stats_json::value(source, o, c.base_threshold);
+    match crate::stats_json::write(path, &v) {
+        Ok(()) => None,
+        Err(e) => {
+            eprintln!(
+                "streamcap: {}: cannot write the statistics: {e}",
+                path.display()
+            );
+            Some(ExitCode::from(1))
+        }
     }
 }
 
