@@ -130,6 +130,9 @@ pub fn draw(path: &Path, workloads: &[Workload]) -> Result<String, String> {
     })
 }
 
+/// The lowest value a logarithmic axis of [`lines`] shows.
+const LOG_FLOOR: f64 = 1e-9;
+
 /// One line of a [`lines`] chart: its name and its points.
 pub struct Series {
     /// Legend text.
@@ -139,7 +142,7 @@ pub struct Series {
 }
 
 /// A line chart of `series` (with a marker at each point), `log_y` for a
-/// logarithmic y axis (points with y <= 0 are left out there).
+/// logarithmic y axis (points below 1e-9 are left out there).
 pub fn lines(
     path: &Path,
     title: &str,
@@ -163,8 +166,9 @@ pub fn lines(
     }
     let style = |i: usize| COLORS[i % COLORS.len()];
     if log_y {
-        let ys = pts().map(|p| p.1).filter(|y| *y > 0.0);
-        let ymin = ys.clone().fold(f64::MAX, f64::min).min(1.0) / 2.0;
+        // Down to 1e-9 at most (points below are left out).
+        let ys = pts().map(|p| p.1).filter(|y| *y >= LOG_FLOOR);
+        let ymin = ys.clone().fold(f64::MAX, f64::min).clamp(LOG_FLOOR, 1.0) / 2.0;
         let ymax = ys.fold(0.0f64, f64::max).max(ymin * 10.0) * 2.0;
         let mut chart = cb
             .build_cartesian_2d(xmin..xmax, (ymin..ymax).log_scale())
@@ -174,13 +178,19 @@ pub fn lines(
                 .configure_mesh()
                 .x_desc(x_label)
                 .y_desc(y_label)
+                .y_label_formatter(&|y| format!("{y:.0e}"))
                 .label_style(("sans-serif", 12))
                 .draw()
                 .map_err(|e| e.to_string())?;
         }
         for (i, s) in series.iter().enumerate() {
             let c = style(i);
-            let p: Vec<_> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
+            let p: Vec<_> = s
+                .points
+                .iter()
+                .copied()
+                .filter(|p| p.1 >= LOG_FLOOR)
+                .collect();
             let drawn = chart
                 .draw_series(LineSeries::new(p.clone(), c.stroke_width(2)))
                 .map_err(|e| e.to_string())?;

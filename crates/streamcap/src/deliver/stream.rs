@@ -49,6 +49,24 @@ impl StreamCounters {
         self.stream_bytes == self.captured + self.discarded + self.dropped + self.missing
     }
 
+    /// `self` less `o`, field by field (saturating at 0).
+    pub fn minus(&self, o: &StreamCounters) -> StreamCounters {
+        StreamCounters {
+            pkts: self.pkts.saturating_sub(o.pkts),
+            bytes: self.bytes.saturating_sub(o.bytes),
+            stream_bytes: self.stream_bytes.saturating_sub(o.stream_bytes),
+            captured: self.captured.saturating_sub(o.captured),
+            discarded: self.discarded.saturating_sub(o.discarded),
+            dropped: self.dropped.saturating_sub(o.dropped),
+            missing: self.missing.saturating_sub(o.missing),
+            pkts_captured: self.pkts_captured.saturating_sub(o.pkts_captured),
+            pkts_discarded: self.pkts_discarded.saturating_sub(o.pkts_discarded),
+            pkts_dropped: self.pkts_dropped.saturating_sub(o.pkts_dropped),
+            retransmitted: self.retransmitted.saturating_sub(o.retransmitted),
+            overlap_conflicts: self.overlap_conflicts.saturating_sub(o.overlap_conflicts),
+        }
+    }
+
     /// Adds `other` into `self` (for global totals).
     pub fn add(&mut self, o: &StreamCounters) {
         self.pkts += o.pkts;

@@ -84,6 +84,9 @@ pub struct Worker<H: Handler> {
     pub(crate) copies_payload: bool,
     /// Finds tunnels (IP-in-IP, GRE, VXLAN, ...) and opens them.
     pub(crate) decap: Decapsulator,
+    /// Streams terminated so far (the default priority's count is the
+    /// rest of them, [`Worker::stats`]).
+    pub(crate) streams_ended: u64,
     /// What the handler gave back, reused between packets
     /// ([`Worker::collect_returns`]).
     pub(crate) returns: crate::deliver::Returns,
@@ -124,6 +127,7 @@ impl<H: Handler> Worker<H> {
             scratch: Vec::new(),
             shard: None,
             returns: Default::default(),
+            streams_ended: 0,
         }
     }
 
@@ -185,6 +189,20 @@ impl<H: Handler> Worker<H> {
         s.memory_limit = self.budget.limit();
         s.memory_refusals = self.budget.refusals();
         s.defrag = self.defrag.stats().clone();
+        // Terminations count only the streams of other priorities than
+        // the default, by level: the default's are the rest.
+        let (mut streams, mut others) = (0, crate::deliver::StreamCounters::default());
+        for l in &s.overload.levels {
+            if l.priority != self.cfg.priority {
+                streams += l.streams;
+                others.add(&l.totals);
+            }
+        }
+        let rest = self.streams_ended.saturating_sub(streams);
+        let t = &s.totals;
+        let level = s.overload.level_mut(self.cfg.priority);
+        level.streams = rest;
+        level.totals = t.minus(&others);
         s
     }
 

@@ -58,10 +58,14 @@ impl<H: Handler> Worker<H> {
                 }
                 let counters = me.counters();
                 self.stats.totals.add(&counters);
+                self.streams_ended += 1;
+                // The default priority's totals are the rest (`Worker::stats`).
                 let priority = me.params(&self.defaults).priority;
-                let level = self.stats.overload.level_mut(priority);
-                level.streams += 1;
-                level.totals.add(&counters);
+                if priority != self.cfg.priority {
+                    let level = self.stats.overload.level_mut(priority);
+                    level.streams += 1;
+                    level.totals.add(&counters);
+                }
                 self.stats.chunks += me.ext.as_ref().map_or(0, |e| e.chunks);
             } else {
                 me.status = StreamStatus::Closed(reason);
