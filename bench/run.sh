@@ -18,7 +18,8 @@
 # Also measures peak memory per idle TCP connection (1,000,000 and 200,000
 # idle connections; 200,000 with --quick).
 # Then runs every adversarial profile (streamcap-gen attack) against the
-# memory, RSS, throughput and accounting bounds (bench/results/attacks.json).
+# memory, RSS, throughput and accounting bounds (bench/results/attacks.json),
+# and the overload-control experiments (bench/results/overload.json).
 # Results: bench/results/latest.json (and latest.png with --plot); --archive
 # also copies it to bench/results/COMMIT.json.
 # Environment: CARGO_TARGET_DIR (cargo's), BENCH_WORK (where generated traces
@@ -29,12 +30,13 @@
 # BENCH_PACKETS), BENCH_ONE_CPU (CPU of the `1 CPU` rows, or `none`),
 # BENCH_IDLE_CONNS (comma-separated idle-connection counts; empty: skip),
 # BENCH_ATTACK_PACKETS (packets per attack profile; default 200000, --quick
-# 50000; 0: skip), BENCH_ATTACK_MEMORY (--memory of the attack runs, bytes).
+# 50000; 0: skip), BENCH_ATTACK_MEMORY (--memory of the attack runs, bytes),
+# BENCH_OVERLOAD (0: skip the overload experiments).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-QUICK=0 PLOT=0 RUNS="" PGO=1 ARCHIVE=0
+QUICK=0 PLOT=0 RUNS="" PGO=1 ARCHIVE=0 OVERLOAD="${BENCH_OVERLOAD:-1}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -267,4 +269,17 @@ if [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1; then
     --json bench/results/live.json || say "live benchmark failed (see above)"
 else
   say "skipping the live benchmark: needs root and iproute2 (network namespaces, veth)"
+fi
+
+# 8. Overload control (bench/README.md, "Overload control"): a 300,000-packet
+# campus trace replayed at 0.5-2x the rate of an analysis of SHA-256 rounds
+# per chunk, decoupled with prioritized packet loss and inline; the highest
+# loss-free rate with 1 and 2 analysis threads; the M/M/1/N model beside PPL
+# simulated (bench/results/overload.json, and overload-*.png with --plot).
+if [ "$OVERLOAD" = 1 ]; then
+  OV="$BENCH_WORK/campus-300000.pcap"
+  [ -s "$OV" ] || "$BIN/streamcap-gen" campus -o "$OV" --packets 300000 --seed 1
+  OV_ARGS=(overload --pcap "$OV" --json bench/results/overload.json)
+  [ "$PLOT" = 1 ] && OV_ARGS+=(--png bench/results/overload)
+  "$BIN/streamcap-bench" "${OV_ARGS[@]}" || say "overload experiments failed (see above)"
 fi

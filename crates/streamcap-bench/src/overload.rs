@@ -99,6 +99,11 @@ struct RunResult {
     streams: usize,
     /// Streams whose captured bytes equal the reference's.
     complete: usize,
+    /// Streams of the reference with no record in this run.
+    without_record: usize,
+    /// Streams whose counters break `stream_bytes = captured + discarded +
+    /// dropped + missing`.
+    invariant_broken: usize,
     memory_peak: usize,
 }
 
@@ -215,6 +220,15 @@ fn measure(
     let (streams, stats, wall, cpu) = run(setup, mode, pace, setup.rounds)?;
     let mut levels: Vec<LevelLoss> = Vec::new();
     let mut complete = 0;
+    let without_record = reference
+        .streams
+        .keys()
+        .filter(|k| !streams.contains_key(*k))
+        .count();
+    let invariant_broken = streams
+        .values()
+        .filter(|(_, c)| !c.invariant_holds())
+        .count();
     for (k, (prio, rc)) in &reference.streams {
         let got = streams.get(k).map(|(_, c)| *c).unwrap_or_default();
         let lost = rc.captured.saturating_sub(got.captured);
@@ -252,6 +266,8 @@ fn measure(
         levels,
         streams: reference.streams.len(),
         complete,
+        without_record,
+        invariant_broken,
         memory_peak: stats.memory_peak,
     })
 }
@@ -467,8 +483,8 @@ pub fn cmd_overload(args: &[String]) -> Result<(), String> {
         let rate = analysis * f;
         let r = measure(&setup, &reference, Mode::Decoupled(1), Some(rate))?;
         eprintln!(
-            "  decoupled {rate:.2} Gbit/s: high lost {:.3} %, low lost {:.2} %, ring drops {}, complete {}/{} ({:.2} s, {:.2} CPU s)",
-            r.lost(1), r.lost(0), r.ring_drops, r.complete, r.streams, r.wall_s, r.cpu_s
+            "  decoupled {rate:.2} Gbit/s: high lost {:.3} %, low lost {:.2} %, ring drops {}, complete {}/{}, without a record {}, invariant broken {} ({:.2} s, {:.2} CPU s)",
+            r.lost(1), r.lost(0), r.ring_drops, r.complete, r.streams, r.without_record, r.invariant_broken, r.wall_s, r.cpu_s
         );
         priorities.push(r);
         let r = measure(&setup, &reference, Mode::Inline, Some(rate))?;
@@ -555,12 +571,12 @@ fn print_markdown(r: &Report) {
         r.chunk,
         r.base_threshold
     );
-    println!("| offered Gbit/s | x analysis | decoupled+PPL: high lost | low lost | ring drops | complete streams | CPU s | inline: high lost | low lost | ring drops | complete streams |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| offered Gbit/s | x analysis | decoupled+PPL: high lost | low lost | ring drops | complete streams | without record | CPU s | inline: high lost | low lost | ring drops | complete streams |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (d, i) in r.priorities.iter().zip(&r.inline) {
         let rate = d.offered_gbps.unwrap_or(0.0);
         println!(
-            "| {:.2} | {:.2} | {:.3} % | {:.2} % | {} | {}/{} | {:.2} | {:.3} % | {:.2} % | {} | {}/{} |",
+            "| {:.2} | {:.2} | {:.3} % | {:.2} % | {} | {}/{} | {} | {:.2} | {:.3} % | {:.2} % | {} | {}/{} |",
             rate,
             rate / r.analysis_gbps.max(1e-9),
             d.lost(1),
@@ -568,6 +584,7 @@ fn print_markdown(r: &Report) {
             d.ring_drops,
             d.complete,
             d.streams,
+            d.without_record,
             d.cpu_s,
             i.lost(1),
             i.lost(0),
