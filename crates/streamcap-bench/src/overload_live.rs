@@ -1,7 +1,8 @@
 //! `streamcap-bench overload-live`: the *rate vs loss* experiment (Scap
 //! Fig. 3 style) on a live interface, for receivers that cannot be paced in
 //! process: the trace is replayed by `tcpreplay --mbps` onto one end of a
-//! veth pair in a network namespace of its own, and each receiver captures
+//! veth pair in a network namespace of its own (`--preload-pcap
+//! --timer=nano`), and each receiver captures
 //! on the other end, one receiver at a time:
 //!
 //! - `libnids`: the `nids_analyse` peer (bench/peers), which hashes every
@@ -263,6 +264,9 @@ fn replay(ns: &Netns, pcap: &Path, gbps: Option<f64>) -> Result<Sent, String> {
             "tcpreplay",
             "--intf1=sca",
             "--preload-pcap",
+            // Sleeps between packets instead of tcpreplay's default busy
+            // wait on gettimeofday, which takes a whole core at any rate.
+            "--timer=nano",
             &rate,
             pcap.to_str().unwrap_or_default(),
         ])
