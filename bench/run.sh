@@ -112,6 +112,7 @@ NIDS_SHORT="-lnids -lpcap"
 NIDS_LONG="-lnids -lpcap -lnet -lgthread-2.0 -lglib-2.0 -lpthread"
 build_peer nids_streams "$NIDS_SHORT" "$NIDS_LONG"
 build_peer nids_flows "$NIDS_SHORT" "$NIDS_LONG"
+build_peer nids_analyse "$NIDS_SHORT -lcrypto" "$NIDS_LONG -lcrypto"
 build_peer pcap_flows "-lpcap"
 
 # 4. Workloads.

@@ -21,10 +21,12 @@
 #   util-linux                                - taskset: the rows pinned to one CPU
 #   fonts-dejavu-core                         - labels of the --plot chart
 #   linux-perf                                - optional profiles (perf record)
+#   libssl-dev                                - OpenSSL's SHA-256 for the nids_analyse peer
+#   tcpreplay                                 - streamcap-bench overload-live's paced replay
 set -euo pipefail
 pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps)
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf)
+  pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

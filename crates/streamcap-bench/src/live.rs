@@ -89,10 +89,10 @@ fn parse(args: &[String]) -> Result<Opts, String> {
 }
 
 /// The test namespace; deleted on drop.
-struct Netns(String);
+pub(crate) struct Netns(String);
 
 impl Netns {
-    fn new() -> Result<Netns, String> {
+    pub(crate) fn new() -> Result<Netns, String> {
         let ns = Netns(format!("scbench-{}", std::process::id()));
         let steps: [&[&str]; 7] = [
             &["netns", "add", &ns.0],
@@ -126,7 +126,7 @@ impl Netns {
         Ok(ns)
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
+    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.0]).args(args);
         c

@@ -12,6 +12,8 @@
 //! streamcap-bench attacks --streamcap BIN [--packets N] [--memory BYTES] [--runs N] [--json FILE]
 //! streamcap-bench overload --pcap FILE [--json FILE] [--png PREFIX] [--memory BYTES]
 //!                          [--chunk BYTES] [--high FILTER] [--rounds N]
+//! streamcap-bench overload-live --pcap FILE --peers DIR --streamcap BIN
+//!                               [--rounds N] [--rates G,G,...,max] [--json FILE] [--tmp DIR]
 //! ```
 //!
 //! `bench/run.sh` drives it; see `bench/README.md`.
@@ -24,6 +26,7 @@ mod host;
 mod idle;
 mod live;
 mod overload;
+mod overload_live;
 mod plot;
 mod report;
 mod runner;
@@ -87,7 +90,16 @@ usage:
       inline; the highest loss-free rate with 1 and 2 analysis threads; the
       M/M/1/N loss beside PPL simulated on Poisson arrivals; a Markdown
       report on stdout, PREFIX-{priorities,rate-loss,threads,queueing}.png
-      (defaults: --memory 33554432, --chunk 4096)";
+      (defaults: --memory 33554432, --chunk 4096)
+  streamcap-bench overload-live --pcap FILE --peers DIR --streamcap BIN
+                                [--rounds N] [--rates G,G,...,max] [--json FILE] [--tmp DIR]
+      (root, tcpreplay) rate vs loss on a live interface: FILE replayed by
+      `tcpreplay --mbps` at each rate (Gbit/s; max: --topspeed; default
+      0.2,0.5,1,2) onto a veth pair in a namespace of its own, captured in
+      turn by libnids (DIR/nids_analyse: SHA-256 of every chunk, N rounds,
+      default 1) and by `streamcap flows -i --digest` with 1 analysis thread
+      and inline; streams delivered as the same receiver delivers them from
+      the file, kernel and veth drops; a Markdown table on stdout";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -98,6 +110,7 @@ fn main() -> ExitCode {
         Some("live") => live::cmd_live(&args[1..]),
         Some("attacks") => attacks::cmd_attacks(&args[1..]),
         Some("overload") => overload::cmd_overload(&args[1..]),
+        Some("overload-live") => overload_live::cmd_overload_live(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
