@@ -1,6 +1,6 @@
 //! The parsers of option values a user types: sizes and limits, CPU lists,
-//! cutoff classes, replay rates and speeds, fan-out modes, reassembly modes
-//! and overlap policies.
+//! cutoff and priority classes, fractions (the base threshold), replay
+//! rates and speeds, fan-out modes, reassembly modes and overlap policies.
 //! Arbitrary text: no panic, and what parses is consistent.
 use super::{args, rate, size};
 use streamcap::dispatch::fanout::Fanout;
@@ -23,6 +23,13 @@ pub fn run(data: &[u8]) {
         assert!(!class.expr.is_empty());
         assert!(!class.expr.starts_with(char::is_whitespace));
         assert!(s.contains(&class.expr));
+    }
+    if let Ok(class) = args::parse_priority_class(s) {
+        assert!(!class.expr.is_empty());
+        assert!(s.contains(&class.expr));
+    }
+    if let Ok(f) = args::parse_fraction(s) {
+        assert!((0.0..=1.0).contains(&f), "{s:?}: {f}");
     }
     // A rate or speed that parses is one the library accepts.
     for pace in [rate::parse_rate(s), rate::parse_speed(s)]

@@ -321,6 +321,9 @@ impl Capture {
                 None => break,
             };
             wire += u64::from(p.orig_len);
+            // Before the pacer waits for this packet: a decoupled analysis
+            // gets the events of the packets before it now, not after the wait.
+            worker.collect_returns();
             match pacer.admit(&p, stop) {
                 Admit::Take => match hooks.inspect(&p) {
                     Verdict::Process => {

@@ -373,3 +373,88 @@ fn free_running_decisions_keep_the_accounting_exact() {
         assert!(i.counters.invariant_holds(), "{k:?}");
     }
 }
+
+/// A handler that panics on its first data event.
+#[derive(Default)]
+struct Boom;
+
+impl Handler for Boom {
+    type State = ();
+    fn on_data(&mut self, _s: &mut Stream<'_, ()>, _c: &Chunk<'_>) {
+        panic!("the analysis failed");
+    }
+}
+
+/// The panic of one of several analysis threads reaches the capture
+/// stage (settling, or before the worker's next packet) instead of
+/// leaving it waiting or losing every later byte in silence.
+#[test]
+fn an_analysis_threads_panic_reaches_the_capture_stage() {
+    let sample = std::fs::read("../../samples/sample.pcap").expect("sample");
+    let frames = frames_of(&sample);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let stage = Decoupled::spawn(2, |_| Boom).expect("threads");
+            let mut w = streamcap::Worker::new(Config::default(), stage);
+            for (i, (ts, f)) in frames.iter().enumerate() {
+                w.process(&streamcap::RawPacket {
+                    ts: *ts,
+                    link: streamcap::LinkType::ETHERNET,
+                    data: f,
+                    orig_len: f.len() as u32,
+                    record: i as u64 + 1,
+                    interface: 0,
+                });
+            }
+            w.finish();
+            w.handler_mut().settle();
+        }));
+        let _ = tx.send(outcome.is_err());
+    });
+    let panicked = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the capture stage did not hang");
+    assert!(panicked);
+}
+
+/// Every chunk's memory comes back: after the run, once the analysis has
+/// handled everything and the worker has taken back what it returned,
+/// nothing is left charged to the budget.
+#[test]
+fn the_budget_is_whole_again_after_a_decoupled_run() {
+    let bytes = impaired_campus(5, 10_000, 64);
+    let frames = frames_of(&bytes);
+    let cfg = Config {
+        chunk_size: 700,
+        overlap: 100,
+        need_packets: true,
+        ..Config::default()
+    };
+    let stage = Decoupled::spawn(2, |_| Log {
+        keep_http: true,
+        ..Log::default()
+    })
+    .expect("threads");
+    let mut w = streamcap::Worker::new(cfg, stage);
+    fn packet(i: usize, ts: streamcap::Timestamp, f: &[u8]) -> streamcap::RawPacket<'_> {
+        streamcap::RawPacket {
+            ts,
+            link: streamcap::LinkType::ETHERNET,
+            data: f,
+            orig_len: f.len() as u32,
+            record: i as u64 + 1,
+            interface: 0,
+        }
+    }
+    for (i, (ts, f)) in frames.iter().enumerate() {
+        w.process(&packet(i, *ts, f));
+    }
+    let stats = w.finish();
+    assert!(stats.memory_peak > 0);
+    w.handler_mut().settle();
+    // A frame that is not IP: the worker takes the returns back first.
+    let junk = [0u8; 14];
+    w.process(&packet(frames.len(), streamcap::Timestamp::ZERO, &junk));
+    assert_eq!(w.memory_used(), 0);
+}

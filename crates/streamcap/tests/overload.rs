@@ -208,3 +208,87 @@ fn a_datagram_streams_first_packet_is_always_processed() {
     assert_eq!(level0.ppl_bytes, 300);
     assert_eq!(level0.totals.captured, 16_000 + 300);
 }
+
+#[test]
+fn a_dropped_packet_that_fills_a_hole_leaves_the_stored_data_behind_it() {
+    // The low stream sends A in order and C out of order while memory is
+    // low; then memory fills past watermark 1 and B, which fills the hole,
+    // is dropped: C is still delivered.
+    let mut l = Conv::new(ep("10.0.0.5", 40002), ep("10.0.0.6", LOW), 500, 600);
+    l.handshake();
+    let data = bytes(3_000, 4);
+    let (c, s, base, ack) = (l.c, l.s, l.cseq, l.sseq);
+    let mut frames = std::mem::take(&mut l.frames);
+    frames.push(tcp(c, s, base, ack, ACK, &data[..1000]));
+    frames.push(tcp(c, s, base + 2000, ack, ACK, &data[2000..]));
+    let (mut more, _high) = fill(15);
+    frames.append(&mut more);
+    frames.push(tcp(c, s, base + 1000, ack, ACK, &data[1000..2000]));
+    let (h, stats) = run(config(None), &frames);
+    let low = h.stream(LOW, Direction::Orig);
+    assert_eq!(stats.overload.level(0).map(|l| l.ppl_bytes), Some(1_000));
+    assert_eq!(
+        (low.counters.captured, low.counters.dropped),
+        (2_000, 1_000)
+    );
+}
+
+#[test]
+fn retransmissions_and_datagrams_past_their_cutoff_are_not_judged() {
+    // A retransmission under pressure repeats bytes already delivered.
+    let mut l = Conv::new(ep("10.0.0.5", 40002), ep("10.0.0.6", LOW), 500, 600);
+    l.handshake();
+    let data = bytes(1_000, 4);
+    let (c, s, base, ack) = (l.c, l.s, l.cseq, l.sseq);
+    let mut frames = std::mem::take(&mut l.frames);
+    frames.push(tcp(c, s, base, ack, ACK, &data));
+    let (mut more, _high) = fill(16);
+    frames.append(&mut more);
+    frames.push(tcp(c, s, base, ack, ACK, &data));
+    // A UDP flow whose responder's direction is past its cutoff (0) under
+    // pressure: its datagrams are discarded, not judged.
+    let (a, b) = (ep("10.0.0.7", 5000), ep("10.0.0.8", 53));
+    frames.push(udp(a, b, &[1; 100]));
+    for _ in 0..3 {
+        frames.push(udp(b, a, &[2; 100]));
+    }
+    let cfg = Config {
+        cutoff_resp: Some(0),
+        ..config(None)
+    };
+    let (_, stats) = run(cfg, &frames);
+    let level0 = stats.overload.level(0).expect("level 0");
+    assert_eq!(level0.ppl_packets(), 0, "{level0:?}");
+    assert_eq!(level0.ppl_bytes, level0.totals.dropped);
+}
+
+/// Per-priority figures of several workers add up to one worker's (each
+/// worker's default level is the rest of its totals).
+#[test]
+fn levels_of_several_workers_add_up_to_one_workers() {
+    use streamcap::dispatch::workers::Parallel;
+    let cfg = Config {
+        chunk_size: 1_000,
+        ..Config::default()
+    };
+    let cap = streamcap::Capture::builder().config(cfg).build();
+    let one = cap
+        .run_file("../../samples/sample.pcap", Steer::default())
+        .expect("sample");
+    let two = cap
+        .run_file_parallel("../../samples/sample.pcap", &Parallel::workers(2), |_| {
+            (Steer::default(), ())
+        })
+        .expect("sample");
+    let (a, b) = (&one.stats.overload, &two.stats.overload);
+    assert_eq!(a, b);
+    let sum = a
+        .levels
+        .iter()
+        .fold(streamcap::deliver::StreamCounters::default(), |mut s, l| {
+            s.add(&l.totals);
+            s
+        });
+    assert_eq!(sum, one.stats.totals);
+    assert!(a.level(1).is_some_and(|l| l.streams > 0), "{a:?}");
+}

@@ -192,7 +192,8 @@ impl<H: Handler> Cx<'_, H> {
         buf.kept = 0;
         buf.pending_since = None;
         buf.data = next;
-        self.call(|h, s| h.on_chunk_owned(s, chunk));
+        let released = self.call(|h, s| h.on_chunk_owned(s, chunk));
+        self.budget.release(released);
         self.me.set_flag(F_KEEP, false);
     }
 

@@ -121,15 +121,20 @@ pub trait Handler {
     /// ([`crate::dispatch::analysis`]). With `true`, bytes are never
     /// delivered in place (segment delivery copies them into a buffer
     /// first), the engine ignores `keep_chunk` (the handler implements it),
-    /// and the handler must give every chunk's `charged` bytes back through
-    /// [`collect_returns`](Self::collect_returns), or the budget fills.
+    /// and every chunk's `charged` bytes stay charged to the budget until
+    /// the handler gives them back (from `on_chunk_owned` or through
+    /// [`collect_returns`](Self::collect_returns)).
     const TAKES_CHUNKS: bool = false;
 
     /// New stream data, by value (only with
-    /// [`TAKES_CHUNKS`](Self::TAKES_CHUNKS)). The default lends it to
-    /// [`on_data`](Self::on_data) and returns its memory at once.
-    fn on_chunk_owned(&mut self, stream: &mut Stream<'_, Self::State>, chunk: OwnedChunk) {
+    /// [`TAKES_CHUNKS`](Self::TAKES_CHUNKS)). Returns how many of the
+    /// chunk's [`charged`](OwnedChunk::charged) bytes the engine may give
+    /// back to the budget at once; the others must come back through
+    /// [`collect_returns`](Self::collect_returns). The default lends the
+    /// chunk to [`on_data`](Self::on_data) and returns all of them.
+    fn on_chunk_owned(&mut self, stream: &mut Stream<'_, Self::State>, chunk: OwnedChunk) -> usize {
         self.on_data(stream, &chunk.as_chunk());
+        chunk.charged
     }
 
     /// Called by the engine before it processes packets (each packet, or

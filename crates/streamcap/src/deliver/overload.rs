@@ -68,7 +68,9 @@ impl LevelStats {
 /// Overload-control figures by priority, sorted by priority.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OverloadStats {
-    /// One entry per priority that had a stream or a PPL drop.
+    /// One entry per priority that had a stream or a PPL drop, and one for
+    /// the default priority in the statistics of a worker
+    /// ([`crate::Worker::stats`]).
     pub levels: Vec<LevelStats>,
 }
 

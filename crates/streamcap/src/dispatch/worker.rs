@@ -595,14 +595,19 @@ impl<H: Handler> Worker<H> {
                 let is_orig = side == c.orig_side;
                 c.history.push(b'D', is_orig);
             }
-            if let Some(c) = self.table.get(idx) {
+            let pressured = self.overload.pressured(self.budget.used());
+            if let Some(c) = self.table.get(idx).filter(|_| pressured) {
                 let d = &c.dirs[side.index()];
-                // A direction's first packet creates its stream: never judged.
+                let p = d.params(&self.defaults);
+                // A direction's first packet creates its stream: never
+                // judged; nor are bytes that would not be stored anyway.
                 ppl_drop = d.counters().pkts > 1
+                    && !d.has(F_DISCARD)
+                    && d.tcp().next < p.cutoff
                     && self.overload.drops(
                         &mut self.stats.overload,
                         self.budget.used(),
-                        d.params(&self.defaults).priority,
+                        p.priority,
                         d.tcp().next,
                         u64::from(wire),
                     );

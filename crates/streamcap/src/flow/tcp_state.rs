@@ -139,10 +139,19 @@ impl<H: Handler> Worker<H> {
             let p = me.params(&self.defaults);
             let reject = p.mode == ReassemblyMode::Strict && !handshake_ok;
             let may_deliver = !reject && !me.has(F_DISCARD) && me.tcp().next < p.cutoff;
-            // Prioritized packet loss judges what would be stored, except
-            // the packets that create or end a stream.
+            // Prioritized packet loss judges what would be stored: new
+            // bytes (not a retransmission, not past the FIN, not a jump
+            // the reassembler ignores), except in the packets that create
+            // or end a stream.
+            let t = me.tcp();
+            let fresh = off.saturating_add(wire as i64) > t.next as i64
+                && t.fin.is_none_or(|fin| off < fin as i64)
+                && off
+                    <= (t.next.saturating_add(self.cfg.max_seq_jump)).min(i64::MAX as u64) as i64;
             let ppl_drop = may_deliver
                 && !(f.syn() || f.fin() || f.rst())
+                && self.overload.pressured(self.budget.used())
+                && fresh
                 && self.overload.drops(
                     &mut self.stats.overload,
                     self.budget.used(),

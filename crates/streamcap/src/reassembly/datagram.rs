@@ -20,7 +20,9 @@ impl<H: Handler> Cx<'_, H> {
         } else {
             DataReason::Segment
         };
+        // Prioritized packet loss applies to this datagram's own bytes.
         let consumed = self.commit_data(&present[..(pe - start) as usize], reason) as u64;
+        self.ppl_drop = false;
         if consumed == pe - start && ce > pe {
             self.me.errors.insert(StreamErrors::TRUNCATED);
             self.commit_gap(ce - pe, GapKind::Missing);

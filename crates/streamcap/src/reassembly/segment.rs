@@ -13,6 +13,9 @@ impl<H: Handler> Cx<'_, H> {
     /// Processes TCP payload: `present` bytes captured of `wire` bytes on the
     /// wire, starting at stream offset `off` (may be negative: before the start).
     pub(crate) fn tcp_data(&mut self, off: i64, present: &[u8], wire: u64, cfg: &Config) {
+        // Prioritized packet loss gave up this segment's own bytes only:
+        // what it releases from the out-of-order store is delivered.
+        let ppl = std::mem::take(&mut self.ppl_drop);
         if fast_path_enabled() && self.discard_in_order(off, present, wire) {
             return;
         }
@@ -68,7 +71,9 @@ impl<H: Handler> Cx<'_, H> {
                 } else {
                     &[][..]
                 };
+                self.ppl_drop = ppl;
                 let consumed = self.commit_data(bytes, DataReason::Segment);
+                self.ppl_drop = false;
                 if consumed as u64 == pe - ns && ce > pe {
                     self.me.errors.insert(StreamErrors::TRUNCATED);
                     self.commit_gap(ce - pe, GapKind::Missing);
@@ -81,7 +86,7 @@ impl<H: Handler> Cx<'_, H> {
                 let a = x.ooo.get_or_insert_with(Default::default);
                 let mut out = Default::default();
                 if pe > ns {
-                    let incoming = if self.ppl_drop {
+                    let incoming = if ppl {
                         Incoming::Dropped
                     } else {
                         Incoming::Data(&present[(ns - s) as usize..(pe - s) as usize])
@@ -102,7 +107,7 @@ impl<H: Handler> Cx<'_, H> {
                 if out.conflicts > 0 {
                     errors.insert(StreamErrors::OVERLAP_CONFLICT);
                 }
-                if out.dropped > 0 || self.ppl_drop {
+                if out.dropped > 0 || (ppl && pe > ns) {
                     errors.insert(StreamErrors::DROPPED);
                 }
                 self.drain();

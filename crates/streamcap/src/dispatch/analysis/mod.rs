@@ -37,15 +37,19 @@
 //! - **`keep_chunk`** is kept by the analysis thread: it holds the chunk
 //!   (still charged to the budget) and hands the next one over joined to it,
 //!   as Scap does; joining copies the new bytes once more. A gap releases
-//!   the kept bytes, as inline. The engine no longer holds kept bytes, so a
+//!   the kept bytes, as inline. The engine does not hold kept bytes, so a
 //!   retransmission that contradicts them is not flagged `overlap_conflict`
 //!   (as with segment delivery; contradictions among bytes not yet
 //!   delivered are flagged alike).
 //! - **Events are sent in batches**: when a batch is full, when it holds
 //!   [`BATCH_BYTES`] of chunks, and before each packet or batch of packets
 //!   the worker processes while the analysis thread waits for work (so an
-//!   idle analysis thread gets events at once, a busy one in batches), at
-//!   each live-capture tick, and at the end.
+//!   idle analysis thread gets the events of a packet before the worker's
+//!   next packet, a busy one gets them in batches), at each live-capture
+//!   tick, and at the end.
+//! - **A panic** of an analysis thread is raised again on the worker's
+//!   thread before its next packet (its queued chunks, and their memory,
+//!   are lost with it).
 //!
 //! What differs from running the handler inline: `StreamInfo::processing_ns`
 //! counts the capture stage's hand-off, not the callback; `Stream::opposite`
@@ -59,7 +63,7 @@ use crate::flow::{FlowKey, Side};
 use crate::handoff::send_soon;
 use crate::time::Timestamp;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -227,12 +231,28 @@ impl<H: Handler + Send + 'static> Decoupled<H> {
             self.send(i);
         }
         while self.outstanding > 0 {
-            match self.back.recv() {
+            match self.back.recv_timeout(Duration::from_millis(20)) {
                 Ok(b) => {
                     self.outstanding -= 1;
                     self.received.push(b);
                 }
-                Err(_) => break,
+                // A thread that died never answers: its panic is raised.
+                Err(RecvTimeoutError::Timeout) => self.check_threads(),
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
+    /// Raises again, on the capture stage's thread, the panic of an
+    /// analysis thread that has ended while the stage still runs: its
+    /// queued chunks are lost and their memory with them, so going on
+    /// would drop every later byte.
+    fn check_threads(&mut self) {
+        for lane in &mut self.lanes {
+            if lane.tx.is_some() && lane.thread.as_ref().is_some_and(JoinHandle::is_finished) {
+                if let Some(Err(p)) = lane.thread.take().map(JoinHandle::join) {
+                    std::panic::resume_unwind(p);
+                }
             }
         }
     }
@@ -322,7 +342,8 @@ impl<H: Handler + Send + 'static> Decoupled<H> {
                 self.stats.stalls += 1;
                 self.stats.stall_ns += t0.elapsed().as_nanos() as u64;
             }
-            Err(TrySendError::Disconnected(_)) => {}
+            // Only after a panic: raised at once.
+            Err(TrySendError::Disconnected(_)) => self.check_threads(),
         }
     }
 
@@ -367,13 +388,15 @@ impl<H: Handler + Send + 'static> Handler for Decoupled<H> {
             packets: chunk.packets.to_vec(),
             charged: 0,
         };
-        self.on_chunk_owned(s, owned);
+        let _ = self.on_chunk_owned(s, owned);
     }
 
-    fn on_chunk_owned(&mut self, s: &mut Stream<'_, ()>, chunk: OwnedChunk) {
+    fn on_chunk_owned(&mut self, s: &mut Stream<'_, ()>, chunk: OwnedChunk) -> usize {
         let ev = Self::stream_event(s);
         let bytes = chunk.data.len();
         self.push(ev.info.conn_id, Event::Data(ev, chunk), bytes);
+        // Given back by the analysis thread when it is done with it.
+        0
     }
 
     fn on_close(&mut self, s: &mut Stream<'_, ()>) {
@@ -421,6 +444,7 @@ impl<H: Handler + Send + 'static> Handler for Decoupled<H> {
                 }
             }
         }
+        self.check_threads();
         // An analysis thread waiting for work gets what is gathered now.
         for i in 0..self.lanes.len() {
             let lane = &self.lanes[i];

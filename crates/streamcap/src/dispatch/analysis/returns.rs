@@ -2,11 +2,12 @@
 //! back (budget bytes, buffers, decisions) applied to the worker before its
 //! next packet.
 
+use crate::config::ReassemblyMode;
 use crate::deliver::context::cx;
 use crate::deliver::StreamStatus;
 use crate::deliver::{Decision, Handler};
 use crate::dispatch::Worker;
-use crate::flow::conn::pair;
+use crate::flow::conn::{pair, Kind};
 use crate::flow::direction::F_DISCARD;
 
 impl<H: Handler> Worker<H> {
@@ -42,6 +43,7 @@ impl<H: Handler> Worker<H> {
             return;
         }
         let conn_id = conn.conn_id;
+        let no_handshake = conn.kind == Kind::Tcp && conn.handshake != 3;
         let (me, opp) = pair(&mut conn.dirs, s.side);
         if matches!(me.status, StreamStatus::Closed(_)) {
             return;
@@ -55,7 +57,9 @@ impl<H: Handler> Worker<H> {
             }
             self.overload.note(p.priority);
         }
-        let mut cx = cx!(self, key, s.side, me, &*opp, conn_id, s.slot, self.now, false);
+        // As termination does: strict mode without a handshake delivers nothing.
+        let reject = no_handshake && me.params(&self.defaults).mode == ReassemblyMode::Strict;
+        let mut cx = cx!(self, key, s.side, me, &*opp, conn_id, s.slot, self.now, reject);
         cx.settle_cutoff();
     }
 }
