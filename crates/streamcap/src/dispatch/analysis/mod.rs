@@ -454,7 +454,3 @@ impl<H: Handler + Send + 'static> Handler for Decoupled<H> {
         }
     }
 }
-
-/// How long an analysis thread polls its queue before it sleeps
-/// ([`crate::handoff::SPIN`]).
-pub const ANALYSIS_SPIN: Duration = crate::handoff::SPIN;
