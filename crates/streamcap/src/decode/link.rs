@@ -47,7 +47,7 @@ fn be16(b: &[u8], at: usize) -> Result<u16, DecodeError> {
 /// tags, the first two reported), Linux SLL/SLL2, BSD loopback and raw IP.
 /// A frame whose EtherType is neither IPv4 nor IPv6 is
 /// [`DecodeError::NotIp`] here, PPPoE and MPLS included; [`super::decode_ip`]
-/// reads those through [`encapsulated`].
+/// reads those through `encapsulated`.
 #[inline]
 pub fn decode_link(link: LinkType, frame: &[u8]) -> Result<LinkInfo, DecodeError> {
     let mut info = LinkInfo {

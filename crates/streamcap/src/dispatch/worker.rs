@@ -8,7 +8,7 @@
 //! read. The stages it runs live beside their kind: decoding in
 //! [`crate::decode`], connection tracking, expiry and termination in
 //! [`crate::flow`], TCP reassembly in [`crate::reassembly`], chunk delivery
-//! in [`crate::deliver`]; [`super::batch`] is its grouped fast path.
+//! in [`crate::deliver`]; `dispatch::batch` is its grouped fast path.
 
 use crate::config::Config;
 use crate::decode::defrag::{DefragOutcome, Defragmenter, FragKey, Fragment};
