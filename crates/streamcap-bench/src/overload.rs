@@ -75,6 +75,7 @@ enum Mode {
 }
 
 /// The settings every run shares.
+#[derive(Clone)]
 struct Setup {
     pcap: PathBuf,
     memory: usize,
@@ -171,13 +172,12 @@ fn run(
     setup: &Setup,
     mode: Mode,
     pace: Option<f64>,
-    rounds: u32,
 ) -> Result<(Streams, GlobalStats, f64, f64), String> {
     let cap = capture(setup, pace)?;
     let mut src = FileSource::open(&setup.pcap).map_err(|e| e.to_string())?;
     let (t0, c0) = (Instant::now(), cpu_seconds());
     let make = || Analyser {
-        rounds,
+        rounds: setup.rounds,
         ..Analyser::default()
     };
     let (streams, stats) = match mode {
@@ -217,7 +217,7 @@ fn measure(
     mode: Mode,
     pace: Option<f64>,
 ) -> Result<RunResult, String> {
-    let (streams, stats, wall, cpu) = run(setup, mode, pace, setup.rounds)?;
+    let (streams, stats, wall, cpu) = run(setup, mode, pace)?;
     let mut levels: Vec<LevelLoss> = Vec::new();
     let mut complete = 0;
     let without_record = reference
@@ -410,16 +410,9 @@ pub fn cmd_overload(args: &[String]) -> Result<(), String> {
     // The reference: everything captured.
     let big = Setup {
         memory: 4 << 30,
-        ..Setup {
-            pcap: pcap.clone(),
-            memory,
-            chunk,
-            base_threshold: 0.5,
-            high: high.clone(),
-            rounds: 0,
-        }
+        ..setup.clone()
     };
-    let (streams, stats, _, _) = run(&big, Mode::Inline, None, 0)?;
+    let (streams, stats, _, _) = run(&big, Mode::Inline, None)?;
     let payload: u64 = streams.values().map(|(_, c)| c.captured).sum();
     let reference = Reference {
         streams,
@@ -435,22 +428,23 @@ pub fn cmd_overload(args: &[String]) -> Result<(), String> {
     let gbps = |bytes_per_s: f64| bytes_per_s * 8.0 / 1e9;
     let wire_per_payload = reference.wire_bytes as f64 / reference.payload.max(1) as f64;
     // The capture stage alone: decoupled, no hashing.
-    let (_, s, wall, cpu) = run(&setup, Mode::Decoupled(1), None, 0)?;
+    let (_, s, wall, cpu) = run(&setup, Mode::Decoupled(1), None)?;
     let capture_alone = gbps(s.wire_bytes as f64 / wall);
     let sha1 = sha_rate(chunk);
     // The analysis stage alone: decoupled and unpaced with a budget that
     // holds every byte, so the capture stage never waits nor drops and the
     // run lasts as long as the analysis does (its handlers are joined).
+    let roomy = Setup {
+        memory: (reference.payload as usize).saturating_mul(2) + (64 << 20),
+        base_threshold: 1.0,
+        ..setup.clone()
+    };
     let analysis_alone = |rounds: u32| -> Result<f64, String> {
-        let roomy = Setup {
-            memory: (reference.payload as usize).saturating_mul(2) + (64 << 20),
+        let setup = Setup {
             rounds,
-            pcap: setup.pcap.clone(),
-            chunk,
-            base_threshold: 1.0,
-            high: setup.high.clone(),
+            ..roomy.clone()
         };
-        let (_, s, wall, _) = run(&roomy, Mode::Decoupled(1), None, rounds)?;
+        let (_, s, wall, _) = run(&setup, Mode::Decoupled(1), None)?;
         Ok(gbps(s.wire_bytes as f64 / wall))
     };
     let rounds = match rounds {

@@ -151,12 +151,33 @@ pub fn lines(
     log_y: bool,
 ) -> Result<(), String> {
     let text = register_font();
+    // A logarithmic axis is drawn as a linear one over log10(y), labelled
+    // with the powers of ten.
+    let names = series.iter().map(|s| &s.name);
+    let series: Vec<Vec<(f64, f64)>> = series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .filter(|p| !log_y || p.1 >= LOG_FLOOR)
+                .map(|&(x, y)| (x, if log_y { y.log10() } else { y }))
+                .collect()
+        })
+        .collect();
+    let pts = || series.iter().flatten().copied();
+    let xmax = pts().map(|p| p.0).fold(0.0f64, f64::max).max(1e-9) * 1.05;
+    let xmin = pts().map(|p| p.0).fold(0.0f64, f64::min);
+    let (ymin, ymax) = if log_y {
+        let lo = pts().map(|p| p.1).fold(0.0f64, f64::min).floor();
+        (lo - 0.5, pts().map(|p| p.1).fold(lo + 1.0, f64::max) + 0.3)
+    } else {
+        (
+            0.0,
+            pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * 1.1,
+        )
+    };
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let pts = || series.iter().flat_map(|s| s.points.iter().copied());
-    let xmax = pts().map(|p| p.0).fold(0.0f64, f64::max).max(1e-9) * 1.05;
-    let xmin = pts().map(|p| p.0).fold(f64::MAX, f64::min).min(xmax);
-    let xmin = if xmin > 0.0 { 0.0 } else { xmin };
     let mut cb = ChartBuilder::on(&root);
     cb.margin(15)
         .x_label_area_size(if text { 40 } else { 5 })
@@ -164,91 +185,66 @@ pub fn lines(
     if text {
         cb.caption(title, ("sans-serif", 18));
     }
-    let style = |i: usize| COLORS[i % COLORS.len()];
-    if log_y {
-        // Down to 1e-9 at most (points below are left out).
-        let ys = pts().map(|p| p.1).filter(|y| *y >= LOG_FLOOR);
-        let ymin = ys.clone().fold(f64::MAX, f64::min).clamp(LOG_FLOOR, 1.0) / 2.0;
-        let ymax = ys.fold(0.0f64, f64::max).max(ymin * 10.0) * 2.0;
-        let mut chart = cb
-            .build_cartesian_2d(xmin..xmax, (ymin..ymax).log_scale())
+    let mut chart = cb
+        .build_cartesian_2d(xmin..xmax, ymin..ymax)
+        .map_err(|e| e.to_string())?;
+    if text {
+        let power = |y: &f64| format!("1e{}", y.round());
+        let plain = |y: &f64| format!("{y}");
+        chart
+            .configure_mesh()
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .y_label_formatter(if log_y { &power } else { &plain })
+            .label_style(("sans-serif", 12))
+            .draw()
+            .map_err(|e| e.to_string())?;
+    }
+    for (i, (points, s)) in series.iter().zip(names).enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let drawn = chart
+            .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
             .map_err(|e| e.to_string())?;
         if text {
-            chart
-                .configure_mesh()
-                .x_desc(x_label)
-                .y_desc(y_label)
-                .y_label_formatter(&|y| format!("{y:.0e}"))
-                .label_style(("sans-serif", 12))
-                .draw()
-                .map_err(|e| e.to_string())?;
+            drawn
+                .label(s.clone())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c));
         }
-        for (i, s) in series.iter().enumerate() {
-            let c = style(i);
-            let p: Vec<_> = s
-                .points
-                .iter()
-                .copied()
-                .filter(|p| p.1 >= LOG_FLOOR)
-                .collect();
-            let drawn = chart
-                .draw_series(LineSeries::new(p.clone(), c.stroke_width(2)))
-                .map_err(|e| e.to_string())?;
-            if text {
-                drawn
-                    .label(s.name.clone())
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c));
-            }
-            chart
-                .draw_series(p.into_iter().map(|xy| Circle::new(xy, 3, c.filled())))
-                .map_err(|e| e.to_string())?;
-        }
-        if text {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .label_font(("sans-serif", 13))
-                .draw()
-                .map_err(|e| e.to_string())?;
-        }
-    } else {
-        let ymax = pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * 1.1;
-        let mut chart = cb
-            .build_cartesian_2d(xmin..xmax, 0f64..ymax)
+        chart
+            .draw_series(points.iter().map(|&xy| Circle::new(xy, 3, c.filled())))
             .map_err(|e| e.to_string())?;
-        if text {
-            chart
-                .configure_mesh()
-                .x_desc(x_label)
-                .y_desc(y_label)
-                .label_style(("sans-serif", 12))
-                .draw()
-                .map_err(|e| e.to_string())?;
-        }
-        for (i, s) in series.iter().enumerate() {
-            let c = style(i);
-            let drawn = chart
-                .draw_series(LineSeries::new(s.points.clone(), c.stroke_width(2)))
-                .map_err(|e| e.to_string())?;
-            if text {
-                drawn
-                    .label(s.name.clone())
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c));
-            }
-            chart
-                .draw_series(s.points.iter().map(|&xy| Circle::new(xy, 3, c.filled())))
-                .map_err(|e| e.to_string())?;
-        }
-        if text {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .label_font(("sans-serif", 13))
-                .draw()
-                .map_err(|e| e.to_string())?;
-        }
+    }
+    if text {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 13))
+            .draw()
+            .map_err(|e| e.to_string())?;
     }
     root.present().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_charts_draw_on_linear_and_logarithmic_axes() {
+        let dir = std::env::temp_dir().join(format!("streamcap-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let series = [Series {
+            name: "a".into(),
+            points: vec![(1.0, 0.5), (2.0, 1e-4), (3.0, 1e-12), (4.0, 0.0)],
+        }];
+        for log in [false, true] {
+            let p = dir.join(format!("chart-{log}.png"));
+            lines(&p, "t", ("x", "y"), &series, log).expect("drawn");
+            assert!(std::fs::metadata(&p)
+                .map(|m| m.len() > 1000)
+                .unwrap_or(false));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -815,16 +815,10 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
         .iter()
         .map(|p| format!("{} {}", p.name(), s.created(*p)))
         .collect();
-    let ended: Vec<String> = [
-        EndReason::Fin,
-        EndReason::Rst,
-        EndReason::Timeout,
-        EndReason::Eof,
-        EndReason::Evicted,
-    ]
-    .iter()
-    .map(|r| format!("{} {}", r.name(), s.ended(*r)))
-    .collect();
+    let ended: Vec<String> = EndReason::ALL
+        .iter()
+        .map(|r| format!("{} {}", r.name(), s.ended(*r)))
+        .collect();
     let _ = writeln!(
         e,
         "  flows        {flows} ({}); ended: {}",

@@ -17,16 +17,10 @@ pub fn value(source: &str, o: &Outcome, base_threshold: f64) -> Value {
         .iter()
         .map(|p| (p.name().to_string(), json!(s.created(*p))))
         .collect();
-    let ended: Map<String, Value> = [
-        EndReason::Fin,
-        EndReason::Rst,
-        EndReason::Timeout,
-        EndReason::Eof,
-        EndReason::Evicted,
-    ]
-    .iter()
-    .map(|r| (r.name().to_string(), json!(s.ended(*r))))
-    .collect();
+    let ended: Map<String, Value> = EndReason::ALL
+        .iter()
+        .map(|r| (r.name().to_string(), json!(s.ended(*r))))
+        .collect();
     let decode: Map<String, Value> = DecodeError::ALL
         .iter()
         .map(|k| (k.name().to_string(), json!(s.decode_error(*k))))

@@ -331,7 +331,8 @@ impl Capture {
                         // ring) here: its take time is the pacer's clock
                         // reading in `admit`. A hand-off to another stage
                         // would go in place of this call.
-                        worker.process(&p);
+                        // (The handler's returns were taken back above.)
+                        worker.process_one(&p);
                         processed += 1;
                     }
                     Verdict::Skip => {}

@@ -255,6 +255,18 @@ impl Handler for Steer {
     }
 }
 
+/// Frame `i` (0-based) of a capture, as a source would hand it over.
+fn packet(i: usize, ts: streamcap::Timestamp, f: &[u8]) -> streamcap::RawPacket<'_> {
+    streamcap::RawPacket {
+        ts,
+        link: streamcap::LinkType::ETHERNET,
+        data: f,
+        orig_len: f.len() as u32,
+        record: i as u64 + 1,
+        interface: 0,
+    }
+}
+
 fn frames_of(bytes: &[u8]) -> Vec<(streamcap::Timestamp, Vec<u8>)> {
     let mut src = FileSource::from_bytes("test.pcap", bytes.to_vec()).expect("capture");
     let mut out = Vec::new();
@@ -278,14 +290,7 @@ fn decisions_apply_from_the_next_packet() {
     let frames = frames_of(&sample);
     let feed = |w: &mut dyn FnMut(&streamcap::RawPacket<'_>)| {
         for (i, (ts, f)) in frames.iter().enumerate() {
-            w(&streamcap::RawPacket {
-                ts: *ts,
-                link: streamcap::LinkType::ETHERNET,
-                data: f,
-                orig_len: f.len() as u32,
-                record: i as u64 + 1,
-                interface: 0,
-            });
+            w(&packet(i, *ts, f));
         }
     };
     let mut inline = streamcap::Worker::new(cfg.clone(), Steer::default());
@@ -398,14 +403,7 @@ fn an_analysis_threads_panic_reaches_the_capture_stage() {
             let stage = Decoupled::spawn(2, |_| Boom).expect("threads");
             let mut w = streamcap::Worker::new(Config::default(), stage);
             for (i, (ts, f)) in frames.iter().enumerate() {
-                w.process(&streamcap::RawPacket {
-                    ts: *ts,
-                    link: streamcap::LinkType::ETHERNET,
-                    data: f,
-                    orig_len: f.len() as u32,
-                    record: i as u64 + 1,
-                    interface: 0,
-                });
+                w.process(&packet(i, *ts, f));
             }
             w.finish();
             w.handler_mut().settle();
@@ -437,16 +435,6 @@ fn the_budget_is_whole_again_after_a_decoupled_run() {
     })
     .expect("threads");
     let mut w = streamcap::Worker::new(cfg, stage);
-    fn packet(i: usize, ts: streamcap::Timestamp, f: &[u8]) -> streamcap::RawPacket<'_> {
-        streamcap::RawPacket {
-            ts,
-            link: streamcap::LinkType::ETHERNET,
-            data: f,
-            orig_len: f.len() as u32,
-            record: i as u64 + 1,
-            interface: 0,
-        }
-    }
     for (i, (ts, f)) in frames.iter().enumerate() {
         w.process(&packet(i, *ts, f));
     }

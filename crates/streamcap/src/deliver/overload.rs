@@ -208,26 +208,12 @@ impl Overload {
 
     /// Judges a packet as [`Overload::judge`] does and counts a drop in
     /// `stats` under `priority` (`wire`: the payload's bytes on the wire).
-    /// Returns whether the payload is dropped. Costs one comparison while
-    /// memory in use is below the base threshold.
-    #[inline]
-    pub fn drops(
-        &mut self,
-        stats: &mut OverloadStats,
-        used: usize,
-        priority: u8,
-        offset: u64,
-        wire: u64,
-    ) -> bool {
-        if !self.pressured(used) {
-            return false;
-        }
-        self.judge_and_count(stats, used, priority, offset, wire)
-    }
-
+    /// Returns whether the payload is dropped. Kept off the per-packet path:
+    /// callers test [`Overload::pressured`] first, the one comparison a
+    /// packet pays while memory in use is below the base threshold.
     #[cold]
     #[inline(never)]
-    fn judge_and_count(
+    pub fn drops(
         &mut self,
         stats: &mut OverloadStats,
         used: usize,

@@ -100,6 +100,14 @@ pub enum EndReason {
 }
 
 impl EndReason {
+    /// Every reason, in the order of [`crate::GlobalStats::flows_ended`].
+    pub const ALL: [EndReason; 5] = [
+        EndReason::Fin,
+        EndReason::Rst,
+        EndReason::Timeout,
+        EndReason::Eof,
+        EndReason::Evicted,
+    ];
     /// "fin", "rst", "timeout", "eof" or "evicted".
     pub fn name(self) -> &'static str {
         match self {

@@ -10,6 +10,7 @@ use crate::decode::TcpSegment;
 use crate::deliver::context::{cx, Outcome};
 use crate::deliver::{EndReason, Handler, PacketRecord, StreamErrors};
 use crate::dispatch::Worker;
+use crate::reassembly::tcp::TcpSeq;
 use crate::source::RawPacket;
 
 impl<H: Handler> Worker<H> {
@@ -143,15 +144,16 @@ impl<H: Handler> Worker<H> {
             // bytes (not a retransmission, not past the FIN, not a jump
             // the reassembler ignores), except in the packets that create
             // or end a stream.
-            let t = me.tcp();
-            let fresh = off.saturating_add(wire as i64) > t.next as i64
-                && t.fin.is_none_or(|fin| off < fin as i64)
-                && off
-                    <= (t.next.saturating_add(self.cfg.max_seq_jump)).min(i64::MAX as u64) as i64;
+            let jump = self.cfg.max_seq_jump;
+            let fresh = |t: &TcpSeq| {
+                off.saturating_add(wire as i64) > t.next as i64
+                    && t.fin.is_none_or(|fin| off < fin as i64)
+                    && off <= t.next.saturating_add(jump).min(i64::MAX as u64) as i64
+            };
             let ppl_drop = may_deliver
                 && !(f.syn() || f.fin() || f.rst())
                 && self.overload.pressured(self.budget.used())
-                && fresh
+                && fresh(me.tcp())
                 && self.overload.drops(
                     &mut self.stats.overload,
                     self.budget.used(),
