@@ -1,0 +1,1 @@
+//! Multi-pattern matchers with state carried across a stream's chunks.
