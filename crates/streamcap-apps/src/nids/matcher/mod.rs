@@ -1,1 +1,249 @@
 //! Multi-pattern matchers with state carried across a stream's chunks.
+//!
+//! A [`Matcher`] holds every fast pattern of a rule set in one automaton.
+//! Each stream direction has a [`ScanState`]: the automaton's state after
+//! the last byte scanned, so that the next chunk continues where the last
+//! one stopped and a pattern split across segments or chunks is found
+//! without scanning any byte twice. A gap in the stream (bytes never seen)
+//! resets the state: no match spans a gap.
+//!
+//! Two engines: the `aho-corasick` crate's automata walked by hand
+//! ([`aho`]), always available, and Hyperscan's stream mode, used when
+//! `libhs.so.5` can be loaded at run time.
+
+pub(crate) mod aho;
+
+use aho::{AhoMatcher, AhoState};
+
+/// Which automaton scans the streams.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum EngineKind {
+    /// The `aho-corasick` crate (a DFA, or a contiguous NFA for large sets).
+    #[default]
+    AhoCorasick,
+    /// Hyperscan's stream mode (needs `libhs.so.5`, Debian's `libhyperscan5`).
+    Hyperscan,
+}
+
+impl EngineKind {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::AhoCorasick => "aho-corasick",
+            EngineKind::Hyperscan => "hyperscan",
+        }
+    }
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "aho-corasick" | "ac" => Ok(EngineKind::AhoCorasick),
+            "hyperscan" | "hs" => Ok(EngineKind::Hyperscan),
+            _ => Err(format!(
+                "unknown engine {s:?} (expected aho-corasick or hyperscan)"
+            )),
+        }
+    }
+}
+
+/// One occurrence of a pattern.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Hit {
+    /// The pattern's index in the list the matcher was built from.
+    pub pattern: u32,
+    /// Stream offset just past the occurrence's last byte.
+    pub end: u64,
+    /// Whether the occurrence is confirmed as the pattern asks. `false`
+    /// for a case-sensitive pattern found by a caseless automaton: its
+    /// bytes must still be compared.
+    pub exact: bool,
+}
+
+/// The automaton of one set of patterns.
+#[derive(Debug)]
+pub struct Matcher {
+    engine: Inner,
+    /// For each automaton pattern: our patterns it stands for.
+    to_patterns: Vec<Vec<u32>>,
+    /// Per pattern: whether a hit is exact (see [`Hit::exact`]).
+    exact: Vec<bool>,
+    /// The longest pattern's length.
+    max_len: usize,
+}
+
+#[derive(Debug)]
+enum Inner {
+    /// No pattern: nothing ever matches.
+    Empty,
+    Aho(AhoMatcher),
+}
+
+/// A stream direction's scan position.
+#[derive(Debug)]
+pub struct ScanState {
+    aho: AhoState,
+    /// Stream offset the next scanned byte must have; another offset means
+    /// a gap, and the state is reset.
+    next: u64,
+}
+
+impl Matcher {
+    /// Builds a matcher for `patterns` (bytes, caseless) with `engine`.
+    pub fn build(engine: EngineKind, patterns: &[(Vec<u8>, bool)]) -> Result<Matcher, String> {
+        let max_len = patterns.iter().map(|p| p.0.len()).max().unwrap_or(0);
+        if patterns.is_empty() {
+            return Ok(Matcher {
+                engine: Inner::Empty,
+                to_patterns: Vec::new(),
+                exact: Vec::new(),
+                max_len,
+            });
+        }
+        if patterns.iter().any(|p| p.0.is_empty()) {
+            return Err("an empty pattern".into());
+        }
+        match engine {
+            EngineKind::AhoCorasick => {
+                // The crate's case folding is all or nothing: with any
+                // caseless pattern the automaton is caseless, patterns that
+                // differ only in case share one of its patterns, and hits
+                // of case-sensitive patterns are compared afterwards.
+                let caseless = patterns.iter().any(|p| p.1);
+                let mut index: std::collections::HashMap<Vec<u8>, u32> = Default::default();
+                let mut keys: Vec<Vec<u8>> = Vec::new();
+                let mut to_patterns: Vec<Vec<u32>> = Vec::new();
+                for (i, (bytes, _)) in patterns.iter().enumerate() {
+                    let key = if caseless {
+                        bytes.to_ascii_lowercase()
+                    } else {
+                        bytes.clone()
+                    };
+                    let id = *index.entry(key.clone()).or_insert_with(|| {
+                        keys.push(key);
+                        to_patterns.push(Vec::new());
+                        (keys.len() - 1) as u32
+                    });
+                    to_patterns[id as usize].push(i as u32);
+                }
+                let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+                let aho = AhoMatcher::build(&refs, caseless)?;
+                let exact = patterns.iter().map(|p| p.1 || !caseless).collect();
+                Ok(Matcher {
+                    engine: Inner::Aho(aho),
+                    to_patterns,
+                    exact,
+                    max_len,
+                })
+            }
+            EngineKind::Hyperscan => Err("Hyperscan is not available in this build".into()),
+        }
+    }
+
+    /// A description of the automaton (engine, kind).
+    pub fn describe(&self) -> String {
+        match &self.engine {
+            Inner::Empty => "no patterns".into(),
+            Inner::Aho(a) => a.kind().into(),
+        }
+    }
+
+    /// Heap bytes the automaton takes.
+    pub fn memory(&self) -> usize {
+        match &self.engine {
+            Inner::Empty => 0,
+            Inner::Aho(a) => a.memory(),
+        }
+    }
+
+    /// The longest pattern's length.
+    pub fn max_len(&self) -> usize {
+        self.max_len
+    }
+
+    /// Whether the matcher has no pattern.
+    pub fn is_empty(&self) -> bool {
+        matches!(self.engine, Inner::Empty)
+    }
+
+    /// A new stream's scan state, starting at stream offset `offset`.
+    pub fn state(&self, offset: u64) -> ScanState {
+        let aho = match &self.engine {
+            Inner::Aho(a) => a.start(),
+            Inner::Empty => AhoState::default(),
+        };
+        ScanState { aho, next: offset }
+    }
+
+    /// Scans `data`, the stream's bytes from `offset`, continuing from
+    /// `state` (reset first if `offset` is not where the last scan ended);
+    /// appends every occurrence that ends in `data` to `hits`, in order of
+    /// their end.
+    pub fn scan(&self, state: &mut ScanState, offset: u64, data: &[u8], hits: &mut Vec<Hit>) {
+        if offset != state.next {
+            *state = self.state(offset);
+        }
+        state.next = offset + data.len() as u64;
+        match &self.engine {
+            Inner::Empty => {}
+            Inner::Aho(a) => {
+                let (to, exact) = (&self.to_patterns, &self.exact);
+                a.scan(&mut state.aho, data, &mut |id, end| {
+                    for &p in to.get(id as usize).map_or(&[][..], |v| v.as_slice()) {
+                        hits.push(Hit {
+                            pattern: p,
+                            end: offset + end as u64,
+                            exact: exact.get(p as usize).copied().unwrap_or(false),
+                        });
+                    }
+                });
+            }
+        }
+    }
+
+    /// Forgets any partial match (UDP: between datagrams).
+    pub fn reset(&self, state: &mut ScanState, offset: u64) {
+        *state = self.state(offset);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mixed_case_patterns_share_a_caseless_automaton() {
+        let pats = vec![
+            (b"Host:".to_vec(), false),
+            (b"host:".to_vec(), true),
+            (b"EVIL".to_vec(), false),
+        ];
+        let m = Matcher::build(EngineKind::AhoCorasick, &pats).unwrap();
+        let mut st = m.state(0);
+        let mut hits = Vec::new();
+        m.scan(&mut st, 0, b"HOST: evil", &mut hits);
+        // The automaton finds all three; only the caseless one is exact.
+        let mut got: Vec<(u32, u64, bool)> =
+            hits.iter().map(|h| (h.pattern, h.end, h.exact)).collect();
+        got.sort();
+        assert_eq!(got, vec![(0, 5, false), (1, 5, true), (2, 10, false)]);
+    }
+
+    #[test]
+    fn a_gap_resets_the_state() {
+        let pats = vec![(b"abcdef".to_vec(), false)];
+        let m = Matcher::build(EngineKind::AhoCorasick, &pats).unwrap();
+        let mut st = m.state(0);
+        let mut hits = Vec::new();
+        m.scan(&mut st, 0, b"xxabc", &mut hits);
+        m.scan(&mut st, 5, b"def", &mut hits);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].end, 8);
+        hits.clear();
+        m.scan(&mut st, 8, b"abc", &mut hits);
+        // Three bytes never seen: "abc" + "def" is no match.
+        m.scan(&mut st, 14, b"def", &mut hits);
+        assert!(hits.is_empty());
+    }
+}
