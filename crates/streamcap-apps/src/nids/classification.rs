@@ -15,3 +15,11 @@ pub struct ClassType {
 /// The known classtypes.
 #[derive(Clone, Debug, Default)]
 pub struct Classifications {}
+
+impl Classifications {
+    /// The classtype `name`.
+    pub fn get(&self, name: &str) -> Option<&ClassType> {
+        let _ = name;
+        None
+    }
+}

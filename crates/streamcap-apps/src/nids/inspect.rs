@@ -194,7 +194,13 @@ mod tests {
     }
 
     fn eval(ms: Vec<PayloadMatch>, data: &str, base: u64) -> Verdict {
-        evaluate(&ms, Window { data: data.as_bytes(), base })
+        evaluate(
+            &ms,
+            Window {
+                data: data.as_bytes(),
+                base,
+            },
+        )
     }
 
     fn c(x: Content) -> PayloadMatch {
@@ -231,23 +237,37 @@ mod tests {
         let mut back = content("ab");
         back.distance = Some(-3);
         back.within = Some(2);
-        assert_eq!(eval(vec![c(content("abc")), c(back)], "zabc", 0), Verdict::Match(1));
+        assert_eq!(
+            eval(vec![c(content("abc")), c(back)], "zabc", 0),
+            Verdict::Match(1)
+        );
     }
 
     #[test]
     fn nocase_and_negation() {
         let mut host = content("host:");
         host.nocase = true;
-        assert_eq!(eval(vec![c(host.clone())], "GET / HTTP/1.1\r\nHOST: a", 0), Verdict::Match(16));
+        assert_eq!(
+            eval(vec![c(host.clone())], "GET / HTTP/1.1\r\nHOST: a", 0),
+            Verdict::Match(16)
+        );
         let mut not = content("evil");
         not.negated = true;
-        assert_eq!(eval(vec![c(host.clone()), c(not.clone())], "Host: good", 0), Verdict::Match(0));
-        assert_eq!(eval(vec![c(host), c(not)], "Host: evil", 0), Verdict::NoMatch);
+        assert_eq!(
+            eval(vec![c(host.clone()), c(not.clone())], "Host: good", 0),
+            Verdict::Match(0)
+        );
+        assert_eq!(
+            eval(vec![c(host), c(not)], "Host: evil", 0),
+            Verdict::NoMatch
+        );
     }
 
     #[test]
     fn relative_pcre() {
-        let re = pcre2::bytes::RegexBuilder::new().build(r"^\s*[0-9]+").unwrap();
+        let re = pcre2::bytes::RegexBuilder::new()
+            .build(r"^\s*[0-9]+")
+            .unwrap();
         let p = Pcre {
             pattern: r"^\s*[0-9]+".into(),
             modifiers: "R".into(),
@@ -267,7 +287,13 @@ mod tests {
         last.within = Some(1);
         let mut mid = content("a");
         mid.distance = Some(0);
-        let ms = vec![c(content("a")), c(mid.clone()), c(mid.clone()), c(mid), c(last)];
+        let ms = vec![
+            c(content("a")),
+            c(mid.clone()),
+            c(mid.clone()),
+            c(mid),
+            c(last),
+        ];
         let text = "a".repeat(5000);
         assert_eq!(eval(ms, &text, 0), Verdict::Exhausted);
     }

@@ -3,7 +3,6 @@
 //! how far into a stream each group can match.
 
 use super::classification::Classifications;
-use super::inspect::SEARCH_BUDGET;
 use super::matcher::{EngineKind, Matcher};
 use super::rule::{Action, FlowDirection, Header, PayloadMatch, Rule, RuleProto};
 use std::collections::HashMap;
@@ -90,7 +89,13 @@ pub(crate) struct HeaderClass {
 impl HeaderClass {
     /// Whether a stream of `proto` sending from `src` to `dst` in
     /// direction `to_server` is covered.
-    pub fn covers(&self, proto: u8, src: (IpAddr, u16), dst: (IpAddr, u16), to_server: bool) -> bool {
+    pub fn covers(
+        &self,
+        proto: u8,
+        src: (IpAddr, u16),
+        dst: (IpAddr, u16),
+        to_server: bool,
+    ) -> bool {
         let proto_ok = match self.header.proto {
             RuleProto::Tcp => proto == 6,
             RuleProto::Udp => proto == 17,
@@ -138,9 +143,16 @@ impl RuleSet {
     /// rule's fast pattern (its `fast_pattern` content, else its longest
     /// positive content) goes into the automaton of every kind of traffic
     /// it applies to.
-    pub fn compile(rules: Vec<Rule>, classes: &Classifications, opts: &CompileOptions) -> Result<RuleSet, String> {
+    pub fn compile(
+        rules: Vec<Rule>,
+        classes: &Classifications,
+        opts: &CompileOptions,
+    ) -> Result<RuleSet, String> {
         if opts.window > MAX_WINDOW {
-            return Err(format!("window of {} bytes: at most {MAX_WINDOW}", opts.window));
+            return Err(format!(
+                "window of {} bytes: at most {MAX_WINDOW}",
+                opts.window
+            ));
         }
         let mut header_classes: Vec<HeaderClass> = Vec::new();
         let mut class_index: HashMap<(Header, Option<FlowDirection>), u32> = HashMap::new();
@@ -183,7 +195,7 @@ impl RuleSet {
         for r in &compiled {
             let c = &mut header_classes[r.class as usize];
             for t in kinds(r.rule.header.proto) {
-                let slot = &mut c.reach[t as usize];
+                let slot = &mut c.reach[*t as usize];
                 *slot = match (*slot, r.reach) {
                     (Some(a), Some(b)) => Some(a.max(b)),
                     _ => None,
@@ -236,7 +248,11 @@ impl RuleSet {
                 needs_window,
             })
         };
-        let traffic = [build(Traffic::Tcp)?, build(Traffic::Udp)?, build(Traffic::Other)?];
+        let traffic = [
+            build(Traffic::Tcp)?,
+            build(Traffic::Udp)?,
+            build(Traffic::Other)?,
+        ];
         Ok(RuleSet {
             rules: compiled,
             classes: header_classes,
@@ -268,18 +284,22 @@ impl RuleSet {
     /// A description of each automaton: traffic kind, patterns, engine,
     /// memory.
     pub fn describe(&self) -> Vec<String> {
-        [("tcp", Traffic::Tcp), ("udp", Traffic::Udp), ("other", Traffic::Other)]
-            .iter()
-            .map(|(name, t)| {
-                let tr = &self.traffic[*t as usize];
-                format!(
-                    "{name}: {} patterns, {}, {} KiB",
-                    tr.by_pattern.len(),
-                    tr.matcher.describe(),
-                    tr.matcher.memory() / 1024
-                )
-            })
-            .collect()
+        [
+            ("tcp", Traffic::Tcp),
+            ("udp", Traffic::Udp),
+            ("other", Traffic::Other),
+        ]
+        .iter()
+        .map(|(name, t)| {
+            let tr = &self.traffic[*t as usize];
+            format!(
+                "{name}: {} patterns, {}, {} KiB",
+                tr.by_pattern.len(),
+                tr.matcher.describe(),
+                tr.matcher.memory() / 1024
+            )
+        })
+        .collect()
     }
 }
 
@@ -327,7 +347,9 @@ fn reach(rule: &Rule) -> Option<u64> {
             PayloadMatch::Content(c) => {
                 let end = if c.is_relative() {
                     let w = c.within?;
-                    let start = (prev as i64).saturating_add(i64::from(c.distance.unwrap_or(0))).max(0) as u64;
+                    let start = (prev as i64)
+                        .saturating_add(i64::from(c.distance.unwrap_or(0)))
+                        .max(0) as u64;
                     start + u64::from(w)
                 } else {
                     u64::from(c.offset.unwrap_or(0)) + u64::from(c.depth?)
@@ -340,9 +362,6 @@ fn reach(rule: &Rule) -> Option<u64> {
     }
     Some(far)
 }
-
-/// Keeps the compiler honest about the budget's type.
-const _: u32 = SEARCH_BUDGET;
 
 #[cfg(test)]
 mod tests {
@@ -385,9 +404,24 @@ mod tests {
 
     #[test]
     fn fast_pattern_is_marked_or_longest() {
-        let r = rule(1, RuleProto::Tcp, vec![content("ab", |_| {}), content("abcd", |_| {}), content("xyz", |c| c.negated = true)]);
+        let r = rule(
+            1,
+            RuleProto::Tcp,
+            vec![
+                content("ab", |_| {}),
+                content("abcd", |_| {}),
+                content("xyz", |c| c.negated = true),
+            ],
+        );
         assert_eq!(fast_pattern(&r), Some(1));
-        let r = rule(2, RuleProto::Tcp, vec![content("ab", |c| c.fast_pattern = true), content("abcd", |_| {})]);
+        let r = rule(
+            2,
+            RuleProto::Tcp,
+            vec![
+                content("ab", |c| c.fast_pattern = true),
+                content("abcd", |_| {}),
+            ],
+        );
         assert_eq!(fast_pattern(&r), Some(0));
         let r = rule(3, RuleProto::Tcp, vec![content("ab", |c| c.negated = true)]);
         assert_eq!(fast_pattern(&r), None);
@@ -395,10 +429,17 @@ mod tests {
 
     #[test]
     fn reach_is_bounded_only_by_depth_and_within() {
-        let anchored = rule(1, RuleProto::Tcp, vec![content("GET", |c| c.depth = Some(3)), content("/x", |c| {
-            c.distance = Some(1);
-            c.within = Some(100);
-        })]);
+        let anchored = rule(
+            1,
+            RuleProto::Tcp,
+            vec![
+                content("GET", |c| c.depth = Some(3)),
+                content("/x", |c| {
+                    c.distance = Some(1);
+                    c.within = Some(100);
+                }),
+            ],
+        );
         assert_eq!(reach(&anchored), Some(104));
         let open = rule(2, RuleProto::Tcp, vec![content("GET", |_| {})]);
         assert_eq!(reach(&open), None);
@@ -411,9 +452,21 @@ mod tests {
             rule(1, RuleProto::Tcp, vec![content("alpha", |_| {})]),
             rule(2, RuleProto::Udp, vec![content("beta", |_| {})]),
             rule(3, RuleProto::Ip, vec![content("gamma", |_| {})]),
-            rule(4, RuleProto::Tcp, vec![content("alpha", |_| {}), content("delta", |c| c.distance = Some(0))]),
+            rule(
+                4,
+                RuleProto::Tcp,
+                vec![
+                    content("alpha", |_| {}),
+                    content("delta", |c| c.distance = Some(0)),
+                ],
+            ),
         ];
-        let set = RuleSet::compile(rules, &Classifications::default(), &CompileOptions::default()).unwrap();
+        let set = RuleSet::compile(
+            rules,
+            &Classifications::default(),
+            &CompileOptions::default(),
+        )
+        .unwrap();
         let tcp = &set.traffic[Traffic::Tcp as usize];
         assert_eq!(tcp.by_pattern.len(), 2, "alpha (rules 1 and 4), gamma");
         assert!(tcp.needs_window);

@@ -77,7 +77,7 @@ pub struct Matcher {
 enum Inner {
     /// No pattern: nothing ever matches.
     Empty,
-    Aho(AhoMatcher),
+    Aho(Box<AhoMatcher>),
 }
 
 /// A stream direction's scan position.
@@ -131,7 +131,7 @@ impl Matcher {
                 let aho = AhoMatcher::build(&refs, caseless)?;
                 let exact = patterns.iter().map(|p| p.1 || !caseless).collect();
                 Ok(Matcher {
-                    engine: Inner::Aho(aho),
+                    engine: Inner::Aho(Box::new(aho)),
                     to_patterns,
                     exact,
                     max_len,

@@ -1,0 +1,108 @@
+//! Names of a connection that every application's output shares: Zeek's
+//! `uid` (`C` and 17 base62 characters, as in `conn.log`) and a numeric
+//! flow id for EVE JSON. Both derive from one SHA-256 of the connection's
+//! first timestamp, protocol, endpoints, VLAN key, serial number and
+//! tunnel, so the same connection gets the same names in every log of a
+//! run, and the same input the same names in every run.
+
+use sha2::{Digest, Sha256};
+use std::net::IpAddr;
+use streamcap::Timestamp;
+
+/// What identifies one connection of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnId {
+    /// Time of the connection's first packet.
+    pub first: Timestamp,
+    /// Transport protocol number.
+    pub proto: u8,
+    /// Initiator address and port.
+    pub orig: (IpAddr, u16),
+    /// Responder address and port.
+    pub resp: (IpAddr, u16),
+    /// The flow key's folded VLAN tags (`FlowKey::vlan_key`).
+    pub vlan_key: u32,
+    /// The connection's serial number (`StreamInfo::conn_id`).
+    pub conn_id: u64,
+    /// The tunnels it came through, as `streamcap::flow::Tunnel` prints them.
+    pub tunnel: Option<String>,
+}
+
+impl ConnId {
+    fn digest(&self) -> [u8; 32] {
+        let mut h = Sha256::new();
+        h.update(self.first.as_nanos().to_be_bytes());
+        h.update([self.proto]);
+        h.update(self.orig.0.to_string().as_bytes());
+        h.update(self.orig.1.to_be_bytes());
+        h.update(b"|");
+        h.update(self.resp.0.to_string().as_bytes());
+        h.update(self.resp.1.to_be_bytes());
+        h.update(self.vlan_key.to_be_bytes());
+        h.update(self.conn_id.to_be_bytes());
+        if let Some(t) = &self.tunnel {
+            h.update(b"|");
+            h.update(t.as_bytes());
+        }
+        h.finalize().into()
+    }
+
+    /// Zeek's `uid`: "C" and 17 base62 characters.
+    pub fn uid(&self) -> String {
+        base62_uid(&self.digest())
+    }
+
+    /// A flow id for EVE JSON: 51 bits, so that every JSON reader holds it
+    /// exactly (a double has a 53-bit mantissa).
+    pub fn flow_id(&self) -> u64 {
+        let d = self.digest();
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&d[16..24]);
+        u64::from_be_bytes(b) & ((1 << 51) - 1)
+    }
+}
+
+const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// "C" and 17 base62 characters of the first 16 bytes of `d`.
+pub fn base62_uid(d: &[u8; 32]) -> String {
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    let mut v = u128::from_be_bytes(b);
+    let mut out = String::with_capacity(18);
+    out.push('C');
+    for _ in 0..17 {
+        out.push(char::from(BASE62[(v % 62) as usize]));
+        v /= 62;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_stable_and_distinct() {
+        let c = ConnId {
+            first: Timestamp(1_000),
+            proto: 6,
+            orig: ("10.0.0.1".parse().unwrap(), 1234),
+            resp: ("10.0.0.2".parse().unwrap(), 80),
+            vlan_key: 0,
+            conn_id: 1,
+            tunnel: None,
+        };
+        let uid = c.uid();
+        assert_eq!(uid.len(), 18);
+        assert!(uid.starts_with('C'));
+        assert_eq!(uid, c.clone().uid());
+        let other = ConnId {
+            conn_id: 2,
+            ..c.clone()
+        };
+        assert_ne!(other.uid(), uid);
+        assert_ne!(other.flow_id(), c.flow_id());
+        assert!(c.flow_id() < 1 << 51);
+    }
+}
