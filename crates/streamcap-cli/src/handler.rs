@@ -285,3 +285,13 @@ impl Handler for CliHandler {
         }
     }
 }
+
+impl crate::stage::Finish for CliHandler {
+    fn finish_app(&mut self) -> crate::stage::StageEnd {
+        self.finish();
+        crate::stage::StageEnd {
+            files: (self.files, self.file_bytes),
+            ..Default::default()
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use crate::handler::{Failure, SharedFailure};
 use crate::paths::OutDir;
-use crate::run::{self, usage, Outcome, Outputs, RunStage, WorkerParts};
+use crate::run::{self, usage, Outcome, RunApp, RunStage, WorkerParts};
 use crate::stage::CliStage;
 use crate::Common;
 use std::process::ExitCode;
@@ -20,8 +20,12 @@ use streamcap::source::{
 /// `DLT_EN10MB`: the link type of Ethernet and loopback interfaces.
 const DLT_EN10MB: i32 = 1;
 
-/// Runs `flows` / `streams` on a live interface.
-pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitCode {
+/// Runs a job on a live interface (see [`run::run`]).
+pub(crate) fn run<A: RunApp>(
+    c: Common,
+    dir: Option<OutDir>,
+    open: impl FnOnce(&Common, Option<OutDir>) -> Result<A, String>,
+) -> ExitCode {
     let Some(iface) = c.interface.clone() else {
         return usage("give a capture file (-r FILE) or an interface (-i IFACE)");
     };
@@ -107,12 +111,12 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         }
     }
 
-    let capture = match run::capture(&c, digest, streams) {
-        Ok(cap) => cap,
+    let mut outputs = match open(&c, dir) {
+        Ok(o) => o,
         Err(e) => return usage(e),
     };
-    let mut outputs = match Outputs::open(&c, dir) {
-        Ok(o) => o,
+    let capture = match run::capture(&c, outputs.wants_bytes()) {
+        Ok(cap) => cap,
         Err(e) => return usage(e),
     };
     let failure: SharedFailure = Arc::new(Failure::default());
@@ -178,7 +182,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         start,
         analysis,
     };
-    let report = run::run_stages(&outputs, digest, &failure, stages, live_run);
+    let report = run::run_stages(&outputs, &failure, stages, live_run);
     let wall = start.elapsed().as_secs_f64();
     let mut report = match report {
         Ok(Ok(r)) => r,
@@ -215,13 +219,14 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         workers: if workers > 1 { per_worker } else { Vec::new() },
         kernel: Some((kernel.packets, kernel.drops, kernel.freeze_count)),
         analysis: report.analysis.take(),
+        nids: report.nids.take(),
         wall,
     };
     let source = format!("interface {iface}");
     if !c.quiet {
-        run::summary(&source, &outcome, &par);
+        run::summary(&source, &outcome, &par, &outputs);
     }
-    if let Some(code) = run::stats_json(&c, &source, &outcome) {
+    if let Some(code) = run::stats_json(&c, &source, &outcome, &outputs) {
         return code;
     }
     if let Some(e) = live_error {

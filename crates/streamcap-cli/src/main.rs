@@ -6,6 +6,7 @@ mod community_id;
 mod handler;
 mod limits;
 mod live;
+mod nids;
 mod output;
 mod paths;
 mod pump;
@@ -59,6 +60,15 @@ Examples:
   streamcap flows -r trace.pcapng --format zeek -o conn.log -q
   streamcap flows -r trace.pcap -c 10000 --timeout 30 udp";
 
+const NIDS_EXAMPLES: &str = "\
+Examples:
+  streamcap nids -r trace.pcap --rules local.rules                 EVE JSON alerts on stdout
+  streamcap nids -r trace.pcap -S a.rules -S b.rules -o eve.json
+  streamcap nids -r trace.pcap --rules local.rules --format fast -q
+  streamcap nids -r trace.pcap --rules web.rules --vars /etc/suricata/suricata.yaml 'tcp port 80'
+  streamcap nids -r trace.pcap --rules web.rules --set 'HOME_NET=[10.0.0.0/8]' --cutoff 10KiB
+  sudo streamcap nids -i eth0 --rules local.rules --workers 2";
+
 const STREAMS_EXAMPLES: &str = "\
 Examples:
   streamcap streams -r trace.pcap -w out/               files named like tcpflow's
@@ -90,6 +100,16 @@ enum Cmd {
     /// printed (pure stream-delivery benchmark).
     #[command(after_help = STREAMS_EXAMPLES)]
     Streams(StreamsArgs),
+    /// Match Suricata/Snort content rules on the streams; alerts as EVE JSON or fast.log.
+    ///
+    /// TCP is matched as one stream per direction (patterns split across
+    /// segments are found), UDP per datagram. Rules load from files in
+    /// Suricata/Snort syntax (the content-signature subset: docs/nids.md);
+    /// a rule with another keyword is rejected with its file, line and
+    /// keyword, and the others load. Alerts go to -o (stdout without it),
+    /// the summary with per-signature counts to stderr.
+    #[command(after_help = NIDS_EXAMPLES)]
+    Nids(nids::NidsArgs),
     /// Send the frames of a capture out of an interface, optionally at a fixed rate.
     Replay(replay::ReplayArgs),
     /// Print the manual page (roff) of streamcap, or of one subcommand.
@@ -127,6 +147,9 @@ struct FlowsArgs {
     /// Add the SHA-256 of each direction's delivered stream (cutoff then defaults to unlimited).
     #[arg(long)]
     digest: bool,
+    /// Record format.
+    #[arg(long, value_enum, default_value = "json")]
+    format: Format,
     #[command(flatten)]
     common: Common,
 }
@@ -145,6 +168,9 @@ struct StreamsArgs {
     /// c1, c2... suffix; records are appended to streams.jsonl).
     #[arg(long, requires = "dir")]
     append: bool,
+    /// Record format.
+    #[arg(long, value_enum, default_value = "json")]
+    format: Format,
     #[command(flatten)]
     common: Common,
 }
@@ -335,9 +361,6 @@ struct Common {
     /// Write the records to PATH (not the input file). [default: stdout]
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     output: Option<PathBuf>,
-    /// Record format.
-    #[arg(long, value_enum, default_value = "json")]
-    format: Format,
     /// Seed of the records' Community ID flow hashes (`community_id`), as
     /// Zeek's and Suricata's community-id seed: 0 to 65535.
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -369,7 +392,13 @@ fn dispatch(cmd: Cmd) -> ExitCode {
         Cmd::Man { page } => man(page.as_deref()),
         Cmd::Demo { out } => demo(out),
         Cmd::Replay(a) => replay::run(a),
-        Cmd::Flows(a) => run::run(a.common, a.digest, None, false),
+        Cmd::Nids(a) => nids::run(a),
+        Cmd::Flows(a) => {
+            let (format, digest) = (a.format, a.digest);
+            run::run(a.common, None, |c, dir| {
+                run::Outputs::open(c, format, digest, false, dir)
+            })
+        }
         Cmd::Streams(a) => {
             let mode = if a.force {
                 paths::DirMode::Force
@@ -379,7 +408,10 @@ fn dispatch(cmd: Cmd) -> ExitCode {
                 paths::DirMode::Fresh
             };
             let dir = a.dir.map(|path| paths::OutDir { path, mode });
-            run::run(a.common, false, dir, true)
+            let format = a.format;
+            run::run(a.common, dir, |c, dir| {
+                run::Outputs::open(c, format, false, true, dir)
+            })
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::paths::{self, DirMode, OutDir};
 use crate::pump::{self, Pump};
 use crate::signals::{self, Stopper};
 use crate::sink::{BatchSink, RecordSink, SharedOutput};
-use crate::stage::{CliStage, Finished};
+use crate::stage::{CliStage, Finish, Finished};
 use crate::{Common, DeliveryArg, ModeArg, PolicyArg};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
@@ -86,7 +86,7 @@ impl RunHooks for Hooks {
     }
 }
 
-fn open_output(path: Option<&Path>) -> io::Result<Box<dyn Write + Send>> {
+pub(crate) fn open_output(path: Option<&Path>) -> io::Result<Box<dyn Write + Send>> {
     Ok(match path {
         Some(p) if p != Path::new("-") => Box::new(io::BufWriter::with_capacity(
             1 << 16,
@@ -96,10 +96,11 @@ fn open_output(path: Option<&Path>) -> io::Result<Box<dyn Write + Send>> {
     })
 }
 
-/// The engine configuration the options ask for; fails on a cutoff class
-/// libpcap refuses.
-fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {
-    let default_cutoff = if digest || streams { None } else { Some(0) };
+/// The engine configuration the options ask for (`bytes`: the job reads
+/// stream bytes, so the default cutoff is unlimited rather than 0); fails
+/// on a cutoff class libpcap refuses.
+fn config(c: &Common, bytes: bool) -> Result<Config, String> {
+    let default_cutoff = if bytes { None } else { Some(0) };
     let mut cfg = Config {
         mode: match c.mode {
             ModeArg::Fast => ReassemblyMode::Fast,
@@ -156,8 +157,8 @@ fn config(c: &Common, digest: bool, streams: bool) -> Result<Config, String> {
 }
 
 /// The capture the options ask for: configuration, timeouts, packet limit.
-pub(crate) fn capture(c: &Common, digest: bool, streams: bool) -> Result<Capture, String> {
-    let mut builder = Capture::builder().config(config(c, digest, streams)?);
+pub(crate) fn capture(c: &Common, bytes: bool) -> Result<Capture, String> {
+    let mut builder = Capture::builder().config(config(c, bytes)?);
     if let Some(t) = c.timeout {
         builder = builder.inactivity_timeout(t);
     }
@@ -206,6 +207,10 @@ fn jsonl(community_seed: u16) -> RecordFormat {
 pub(crate) struct Outputs {
     /// How the records of `out` are formatted.
     format: RecordFormat,
+    /// Whether each direction's SHA-256 goes into its record.
+    digest: bool,
+    /// Whether every stream is reassembled (`streams`), not only counted.
+    streams: bool,
     out: SharedOutput,
     out_name: String,
     framing: FramingWriter,
@@ -215,7 +220,16 @@ pub(crate) struct Outputs {
 }
 
 impl Outputs {
-    pub(crate) fn open(c: &Common, dir: Option<OutDir>) -> Result<Outputs, String> {
+    /// Opens `-o` (or standard output) for records in `format`, and the
+    /// `-w` directory if there is one; `digest` hashes each direction,
+    /// `streams` reassembles every stream (`streams`).
+    pub(crate) fn open(
+        c: &Common,
+        format: Format,
+        digest: bool,
+        streams: bool,
+        dir: Option<OutDir>,
+    ) -> Result<Outputs, String> {
         if let Some(d) = &dir {
             paths::clear_ours(d)?;
         }
@@ -229,7 +243,7 @@ impl Outputs {
             .map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
         let files = dir.is_some();
         let format = RecordFormat {
-            format: c.format,
+            format,
             files,
             community_seed: c.community_id_seed,
         };
@@ -262,6 +276,8 @@ impl Outputs {
         };
         Ok(Outputs {
             format,
+            digest,
+            streams,
             out,
             out_name,
             framing,
@@ -274,12 +290,7 @@ impl Outputs {
     /// only worker (the output's thread formats them on the other core),
     /// formatted by the worker itself when there are several (one thread
     /// formatting for all of them would hold them back).
-    pub(crate) fn handler(
-        &self,
-        digest: bool,
-        failure: &SharedFailure,
-        workers: usize,
-    ) -> CliHandler {
+    pub(crate) fn handler(&self, failure: &SharedFailure, workers: usize) -> CliHandler {
         let sink = |shared: &SharedOutput, format: RecordFormat| {
             if workers > 1 {
                 RecordSink::formatting(shared.clone(), format)
@@ -294,21 +305,57 @@ impl Outputs {
         CliHandler::new(
             sink(&self.out, self.format),
             self.out_name.clone(),
-            digest,
+            self.digest,
             dir,
             failure.clone(),
         )
     }
 
+}
+
+/// What a run does with the streams, and where its output goes: flow
+/// records ([`Outputs`]) or alerts (`crate::nids`).
+pub(crate) trait RunApp {
+    /// The handler each worker (or analysis thread) runs.
+    type H: Finish;
+    /// Whether the job reads stream bytes (the default cutoff is then
+    /// unlimited rather than 0).
+    fn wants_bytes(&self) -> bool;
+    /// A handler for one of `writers` threads that write output.
+    fn handler(&self, failure: &SharedFailure, writers: usize) -> Result<Self::H, String>;
     /// Writes the headers (before any record).
-    pub(crate) fn begin(&mut self, failure: &Failure) {
+    fn begin(&mut self, failure: &Failure);
+    /// Writes the trailers and flushes (after every worker's handler finished).
+    fn finish(&mut self, failure: &Failure);
+    /// Lines of its own in the summary, after the engine's.
+    fn summary(&self, o: &Outcome, e: &mut dyn Write) {
+        let _ = (o, e);
+    }
+    /// Its part of `--stats-json`: a key and a value.
+    fn stats_json(&self, o: &Outcome) -> Option<(&'static str, serde_json::Value)> {
+        let _ = o;
+        None
+    }
+}
+
+impl RunApp for Outputs {
+    type H = CliHandler;
+
+    fn wants_bytes(&self) -> bool {
+        self.digest || self.streams
+    }
+
+    fn handler(&self, failure: &SharedFailure, writers: usize) -> Result<CliHandler, String> {
+        Ok(Outputs::handler(self, failure, writers))
+    }
+
+    fn begin(&mut self, failure: &Failure) {
         if let Err(e) = self.framing.begin().and_then(|()| self.framing.flush()) {
             failure.set(self.out_name.clone(), e);
         }
     }
 
-    /// Writes the trailers and flushes (after every worker's handler finished).
-    pub(crate) fn finish(&mut self, failure: &Failure) {
+    fn finish(&mut self, failure: &Failure) {
         if let Err(e) = self.framing.finish() {
             failure.set(self.out_name.clone(), e);
         }
@@ -371,9 +418,8 @@ pub(crate) struct Stages {
 
 /// Builds the workers' parts and runs them with `run`, inline or with
 /// analysis threads per worker, and finishes their handlers.
-pub(crate) fn run_stages<E>(
-    outputs: &Outputs,
-    digest: bool,
+pub(crate) fn run_stages<E, A: RunApp>(
+    app: &A,
     failure: &SharedFailure,
     stages: Stages,
     run: impl RunStage<E>,
@@ -387,15 +433,23 @@ pub(crate) fn run_stages<E>(
     let workers = filters.len();
     if analysis == 0 {
         let parts = WorkerParts::new(failure, filters, bar, start, |_| {
-            Ok(outputs.handler(digest, failure, workers))
+            app.handler(failure, workers)
         })?;
         Ok(run.run(&parts).map(Finished::of))
     } else {
         // The analysis threads format the records: several threads write.
         let writers = workers * analysis;
         let parts = WorkerParts::new(failure, filters, bar, start, |_| {
-            Decoupled::spawn(analysis, |_| outputs.handler(digest, failure, writers))
-                .map_err(|e| format!("cannot start the analysis threads: {e}"))
+            let mut handlers = (0..analysis)
+                .map(|_| app.handler(failure, writers))
+                .collect::<Result<Vec<_>, String>>()?;
+            // One handler per analysis thread (at most `analysis`), all
+            // made above.
+            let made = Decoupled::spawn(analysis, |_| match handlers.pop() {
+                Some(h) => h,
+                None => unreachable!("a handler per analysis thread"),
+            });
+            made.map_err(|e| format!("cannot start the analysis threads: {e}"))
         })?;
         Ok(run.run(&parts).map(Finished::of))
     }
@@ -421,11 +475,19 @@ pub(crate) struct Outcome {
     pub kernel: Option<(u64, u64, u64)>,
     /// The analysis stage's counters, when the handlers ran on analysis threads.
     pub analysis: Option<AnalysisStats>,
+    /// The NIDS's counters, when it ran.
+    pub nids: Option<streamcap_apps::nids::NidsStats>,
     pub wall: f64,
 }
 
-/// Runs `flows` (`streams` = false) or `streams` with the given options.
-pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitCode {
+/// Runs a job on a file or an interface: checks the options, opens the
+/// app's outputs with `open` (given the `-w` directory, if any), runs the
+/// workers, prints the summary.
+pub(crate) fn run<A: RunApp>(
+    c: Common,
+    dir: Option<OutDir>,
+    open: impl FnOnce(&Common, Option<OutDir>) -> Result<A, String>,
+) -> ExitCode {
     if c.workers == 0 || c.workers > MAX_WORKERS {
         return usage(format!(
             "--workers {}: expected 1 to {MAX_WORKERS}",
@@ -488,7 +550,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         }
     }
     let Some(read) = c.read.clone() else {
-        return crate::live::run(c, digest, dir, streams);
+        return crate::live::run(c, dir, open);
     };
     for (given, what) in [
         (c.group.is_some(), "--group"),
@@ -530,13 +592,12 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
             Err(e) => return usage(e),
         }
     }
-    let capture = match capture(&c, digest, streams) {
-        Ok(cap) => cap,
+    let mut outputs = match open(&c, dir) {
+        Ok(o) => o,
         Err(e) => return usage(e),
     };
-
-    let mut outputs = match Outputs::open(&c, dir) {
-        Ok(o) => o,
+    let capture = match capture(&c, outputs.wants_bytes()) {
+        Ok(cap) => cap,
         Err(e) => return usage(e),
     };
     let failure: SharedFailure = Arc::new(Failure::default());
@@ -633,7 +694,7 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         start,
         analysis,
     };
-    let report = run_stages(&outputs, digest, &failure, stages, file_run);
+    let report = run_stages(&outputs, &failure, stages, file_run);
     let wall = start.elapsed().as_secs_f64();
     let mut report = match report {
         Ok(Ok(r)) => r,
@@ -665,12 +726,13 @@ pub fn run(c: Common, digest: bool, dir: Option<OutDir>, streams: bool) -> ExitC
         },
         kernel: None,
         analysis: report.analysis.take(),
+        nids: report.nids.take(),
         wall,
     };
     if !c.quiet {
-        summary(&read.display().to_string(), &outcome, &par);
+        summary(&read.display().to_string(), &outcome, &par, &outputs);
     }
-    if let Some(code) = stats_json(&c, &read.display().to_string(), &outcome) {
+    if let Some(code) = stats_json(&c, &read.display().to_string(), &outcome, &outputs) {
         return code;
     }
     if let Some(e) = filter_error {
@@ -755,9 +817,17 @@ fn human(n: f64) -> String {
 }
 
 /// Writes `--stats-json`, if asked; the exit status if that fails.
-pub(crate) fn stats_json(c: &Common, source: &str, o: &Outcome) -> Option<ExitCode> {
+pub(crate) fn stats_json(
+    c: &Common,
+    source: &str,
+    o: &Outcome,
+    app: &impl RunApp,
+) -> Option<ExitCode> {
     let path = c.stats_json.as_ref()?;
-    let v = crate::stats_json::value(source, o, c.base_threshold);
+    let mut v = crate::stats_json::value(source, o, c.base_threshold);
+    if let (Some((key, part)), Some(obj)) = (app.stats_json(o), v.as_object_mut()) {
+        obj.insert(key.to_string(), part);
+    }
     match crate::stats_json::write(path, &v) {
         Ok(()) => None,
         Err(e) => {
@@ -770,8 +840,8 @@ pub(crate) fn stats_json(c: &Common, source: &str, o: &Outcome) -> Option<ExitCo
     }
 }
 
-/// The summary on stderr.
-pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
+/// The summary on stderr: the engine's lines, then the app's.
+pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel, app: &impl RunApp) {
     let s = &o.stats;
     let mut e = io::stderr().lock();
     let secs = o.wall.max(1e-9);
@@ -930,6 +1000,7 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel) {
             errs.join(", ")
         }
     );
+    app.summary(o, &mut e);
     let _ = writeln!(
         e,
         "  time         {:.3} s, {}pkt/s, {:.3} Gbit/s",

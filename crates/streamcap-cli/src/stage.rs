@@ -2,39 +2,76 @@
 //! threads of its own (`--analysis-threads`), and what a finished run of
 //! either kind hands to the summary.
 
-use crate::handler::CliHandler;
 use crate::run::Hooks;
 use streamcap::deliver::Handler;
 use streamcap::dispatch::analysis::{AnalysisStats, Decoupled};
 use streamcap::dispatch::workers::ParallelReport;
 use streamcap::source::{KernelStats, LiveError};
 use streamcap::{GlobalStats, SourceError};
+use streamcap_apps::nids::NidsStats;
 
-/// A worker's handler as the CLI runs it.
-pub(crate) trait CliStage: Handler + Send + 'static {
-    /// Finishes the handlers (hands over and flushes their records);
-    /// returns the stream files written (count, bytes) and, for the
-    /// analysis stage, its counters.
-    fn finish_stage(&mut self) -> ((u64, u64), Option<AnalysisStats>);
+/// What a finished handler (or analysis stage) leaves for the summary.
+#[derive(Default)]
+pub(crate) struct StageEnd {
+    /// Stream files written: count, bytes.
+    pub files: (u64, u64),
+    /// The analysis stage's counters, when there is one.
+    pub analysis: Option<AnalysisStats>,
+    /// The NIDS's counters, when it ran.
+    pub nids: Option<NidsStats>,
 }
 
-impl CliStage for CliHandler {
-    fn finish_stage(&mut self) -> ((u64, u64), Option<AnalysisStats>) {
-        self.finish();
-        ((self.files, self.file_bytes), None)
+impl StageEnd {
+    /// Adds `o` into `self`.
+    fn add(&mut self, o: StageEnd) {
+        self.files.0 += o.files.0;
+        self.files.1 += o.files.1;
+        if let Some(a) = o.analysis {
+            let sum = self.analysis.get_or_insert_with(AnalysisStats::default);
+            sum.threads += a.threads;
+            sum.events += a.events;
+            sum.batches += a.batches;
+            sum.stalls += a.stalls;
+            sum.stall_ns += a.stall_ns;
+            sum.decisions += a.decisions;
+        }
+        if let Some(n) = o.nids {
+            self.nids.get_or_insert_with(NidsStats::default).add(&n);
+        }
     }
 }
 
-impl CliStage for Decoupled<CliHandler> {
-    fn finish_stage(&mut self) -> ((u64, u64), Option<AnalysisStats>) {
+/// A handler the CLI runs: it finishes (hands over and flushes its
+/// records) and says what it did.
+pub(crate) trait Finish: Handler + Send + 'static {
+    /// Finishes the handler.
+    fn finish_app(&mut self) -> StageEnd;
+}
+
+/// A worker's handler as the CLI runs it: an app inline, or the analysis
+/// stage running it.
+pub(crate) trait CliStage: Handler + Send + 'static {
+    /// Finishes the handlers; what they leave for the summary.
+    fn finish_stage(&mut self) -> StageEnd;
+}
+
+impl<H: Finish> CliStage for H {
+    fn finish_stage(&mut self) -> StageEnd {
+        self.finish_app()
+    }
+}
+
+impl<H: Finish> CliStage for Decoupled<H> {
+    fn finish_stage(&mut self) -> StageEnd {
         let (handlers, stats) = self.join();
-        let mut files = (0, 0);
+        let mut end = StageEnd {
+            analysis: Some(stats),
+            ..StageEnd::default()
+        };
         for mut h in handlers {
-            h.finish();
-            files.0 += h.files;
-            files.1 += h.file_bytes;
+            end.add(h.finish_app());
         }
-        (files, Some(stats))
+        end
     }
 }
 
@@ -51,14 +88,17 @@ pub(crate) struct Finished {
     pub per_worker: Vec<(u64, u64)>,
     /// The analysis stages' counters, summed over the workers.
     pub analysis: Option<AnalysisStats>,
+    /// The NIDS's counters, summed over the workers.
+    pub nids: Option<NidsStats>,
     pub kernel: Vec<KernelStats>,
     pub live_error: Option<LiveError>,
 }
 
 impl Finished {
     /// Finishes every worker's handler (its records go to the outputs; the
-    /// trailers follow in `Outputs::finish`) and keeps what the summary needs.
+    /// trailers follow in `RunApp::finish`) and keeps what the summary needs.
     pub(crate) fn of<H: CliStage>(report: ParallelReport<H, Hooks>) -> Finished {
+        let mut end = StageEnd::default();
         let mut out = Finished {
             stats: report.stats,
             packets_read: report.packets_read,
@@ -67,22 +107,12 @@ impl Finished {
             files: (0, 0),
             per_worker: Vec::new(),
             analysis: None,
+            nids: None,
             kernel: Vec::new(),
             live_error: None,
         };
         for mut w in report.workers {
-            let (files, analysis) = w.handler.finish_stage();
-            out.files.0 += files.0;
-            out.files.1 += files.1;
-            if let Some(a) = analysis {
-                let sum = out.analysis.get_or_insert_with(AnalysisStats::default);
-                sum.threads += a.threads;
-                sum.events += a.events;
-                sum.batches += a.batches;
-                sum.stalls += a.stalls;
-                sum.stall_ns += a.stall_ns;
-                sum.decisions += a.decisions;
-            }
+            end.add(w.handler.finish_stage());
             out.per_worker
                 .push((w.stats.packets, w.stats.flows_created.iter().sum()));
             if let Some(e) = &w.pin_error {
@@ -96,6 +126,9 @@ impl Finished {
             }
             out.hooks.push(w.hooks);
         }
+        out.files = end.files;
+        out.analysis = end.analysis;
+        out.nids = end.nids;
         out
     }
 }

@@ -35,6 +35,23 @@ impl EngineKind {
     }
 }
 
+impl EngineKind {
+    /// Whether Hyperscan can be used here (its library loads and the CPU
+    /// has what it needs); the reason if not.
+    pub fn hyperscan_available() -> Result<(), String> {
+        Err("this build has no Hyperscan support".into())
+    }
+
+    /// Hyperscan where it can be used, else aho-corasick.
+    pub fn auto() -> EngineKind {
+        if Self::hyperscan_available().is_ok() {
+            EngineKind::Hyperscan
+        } else {
+            EngineKind::AhoCorasick
+        }
+    }
+}
+
 impl std::str::FromStr for EngineKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {

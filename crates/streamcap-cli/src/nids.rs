@@ -1,0 +1,474 @@
+//! `streamcap nids`: Suricata/Snort content rules matched on the streams
+//! of a capture or an interface; alerts as EVE JSON lines or `fast.log`.
+
+use crate::handler::{Failure, SharedFailure};
+use crate::output::{Format, RecordFormat};
+use crate::run::{self, usage, Outcome, RunApp};
+use crate::sink::{BatchSink, SharedOutput};
+use crate::stage::{Finish, StageEnd};
+use crate::{size, Common};
+use clap::{Args, ValueEnum};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
+use streamcap_apps::nids::alert::{write_eve, write_fast};
+use streamcap_apps::nids::ruleset::{DEFAULT_WINDOW, MAX_WINDOW};
+use streamcap_apps::nids::{
+    load_rule_file, Alert, AlertSink, Classifications, CompileOptions, EngineKind, Nids, NidsState,
+    NidsStats, RuleError, RuleSet, Vars,
+};
+
+/// How long alerts of a live capture may wait in a worker's buffer.
+const LIVE_FLUSH: Duration = Duration::from_secs(1);
+
+/// Rejected rules listed one by one before the rest are only counted.
+const REJECTED_SHOWN: usize = 10;
+
+/// Alert format.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlertFormat {
+    /// Suricata's EVE JSON, one alert per line.
+    Eve,
+    /// Suricata's fast.log, one line per alert.
+    Fast,
+}
+
+/// The multi-pattern engine asked for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// Hyperscan where libhs.so.5 loads, else aho-corasick.
+    Auto,
+    /// The aho-corasick crate (always available).
+    AhoCorasick,
+    /// Hyperscan's stream mode (needs Debian's libhyperscan5).
+    Hyperscan,
+}
+
+/// The options of `streamcap nids`.
+#[derive(Args)]
+pub struct NidsArgs {
+    /// Rule file in Suricata/Snort syntax; repeatable. Rules with keywords
+    /// outside the supported subset are rejected with file, line and
+    /// keyword; the others load.
+    #[arg(short = 'S', long = "rules", value_name = "FILE", required = true)]
+    rules: Vec<PathBuf>,
+    /// Variables ($HOME_NET, $HTTP_PORTS...) from a YAML file in
+    /// Suricata's layout (`vars: address-groups: ... port-groups: ...`),
+    /// such as suricata.yaml. [default: Suricata's default values]
+    #[arg(long, value_name = "FILE")]
+    vars: Option<PathBuf>,
+    /// Sets a variable, as NAME=VALUE (e.g. 'HOME_NET=[10.0.0.0/8]');
+    /// repeatable, applied after --vars.
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    set: Vec<String>,
+    /// Classtypes (Suricata's classification.config format): each alert's
+    /// category and default severity. [default: Suricata's list]
+    #[arg(long, value_name = "FILE")]
+    classification_config: Option<PathBuf>,
+    /// Alert format.
+    #[arg(long, value_enum, default_value = "eve")]
+    format: AlertFormat,
+    /// Pattern-matching engine.
+    #[arg(long, value_enum, default_value = "auto")]
+    engine: EngineArg,
+    /// Bytes of a stream kept behind each chunk, for rules whose
+    /// conditions lie in several chunks (at most 1 MiB).
+    #[arg(long, value_name = "BYTES", value_parser = size::parse_size, default_value_t = DEFAULT_WINDOW as u64)]
+    window: u64,
+    /// Memory for those windows per worker; a stream that finds it full
+    /// is matched chunk by chunk (counted). [default: 64 MiB]
+    #[arg(long, value_name = "BYTES", value_parser = size::parse_size)]
+    window_memory: Option<u64>,
+    /// List every rejected rule (by default the first 10, then a count
+    /// per keyword).
+    #[arg(long)]
+    show_rejected: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+/// Runs `streamcap nids`.
+pub fn run(a: NidsArgs) -> ExitCode {
+    let started = Instant::now();
+    let mut vars = Vars::default();
+    if let Some(p) = &a.vars {
+        if let Err(e) = vars.load_yaml(p) {
+            return usage(format!("--vars {}: {e}", p.display()));
+        }
+    }
+    for s in &a.set {
+        let Some((name, value)) = s.split_once('=') else {
+            return usage(format!("--set {s:?}: expected NAME=VALUE"));
+        };
+        if let Err(e) = vars.set(name.trim().trim_start_matches('$'), value.trim()) {
+            return usage(format!("--set {s:?}: {e}"));
+        }
+    }
+    let classes = match &a.classification_config {
+        Some(p) => match Classifications::load(p) {
+            Ok((c, bad)) => {
+                for e in bad {
+                    eprintln!("streamcap: {e}");
+                }
+                c
+            }
+            Err(e) => return usage(format!("--classification-config {}: {e}", p.display())),
+        },
+        None => Classifications::default(),
+    };
+    let mut rules = Vec::new();
+    let mut rejected: Vec<RuleError> = Vec::new();
+    for path in &a.rules {
+        match load_rule_file(path, &vars, &classes) {
+            Ok(parsed) => {
+                rules.extend(parsed.rules);
+                rejected.extend(parsed.errors);
+            }
+            Err(e) => return usage(format!("{}: cannot read the rules: {e}", path.display())),
+        }
+    }
+    report_rejected(&rejected, a.show_rejected);
+    if rules.is_empty() {
+        return usage(format!(
+            "no rule loaded from {} ({} rejected)",
+            names(&a.rules),
+            rejected.len()
+        ));
+    }
+    let engine = match pick_engine(a.engine) {
+        Ok(e) => e,
+        Err(e) => return usage(e),
+    };
+    if a.window as usize > MAX_WINDOW {
+        return usage(format!("--window {}: at most {MAX_WINDOW} bytes", a.window));
+    }
+    let opts = CompileOptions {
+        engine,
+        window: a.window as usize,
+    };
+    let loaded = rules.len();
+    let set = match RuleSet::compile(rules, &classes, &opts) {
+        Ok(s) => Arc::new(s),
+        Err(e) => return usage(format!("cannot compile the rules: {e}")),
+    };
+    if let Some(m) = a.window_memory {
+        if m > streamcap::source::physical_memory() {
+            return usage(format!("--window-memory {m}: more than the machine's memory"));
+        }
+    }
+    if !a.common.quiet {
+        eprintln!(
+            "streamcap: {loaded} rules loaded from {} ({} rejected) in {:.0} ms; {}",
+            names(&a.rules),
+            rejected.len(),
+            started.elapsed().as_secs_f64() * 1e3,
+            set.describe().join("; ")
+        );
+    }
+    let (format, window_memory) = (a.format, a.window_memory);
+    run::run(a.common, None, move |c, _| {
+        NidsApp::open(c, format, set, window_memory)
+    })
+}
+
+/// The engine to use: `auto` takes Hyperscan when it loads.
+fn pick_engine(arg: EngineArg) -> Result<EngineKind, String> {
+    match arg {
+        EngineArg::AhoCorasick => Ok(EngineKind::AhoCorasick),
+        EngineArg::Hyperscan => match EngineKind::hyperscan_available() {
+            Ok(()) => Ok(EngineKind::Hyperscan),
+            Err(e) => Err(format!("--engine hyperscan: {e}")),
+        },
+        EngineArg::Auto => Ok(EngineKind::auto()),
+    }
+}
+
+fn names(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Rejected rules on stderr: each one with `all`, else the first few and a
+/// count per keyword.
+fn report_rejected(errors: &[RuleError], all: bool) {
+    let shown = if all { errors.len() } else { REJECTED_SHOWN };
+    for e in errors.iter().take(shown) {
+        eprintln!("streamcap: rule rejected: {e}");
+    }
+    if errors.len() > shown {
+        let mut by: BTreeMap<&str, usize> = BTreeMap::new();
+        for e in &errors[shown..] {
+            *by.entry(e.keyword.as_deref().unwrap_or("(syntax)")).or_default() += 1;
+        }
+        let mut counts: Vec<(&str, usize)> = by.into_iter().collect();
+        counts.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
+        let list: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        eprintln!(
+            "streamcap: {} more rules rejected (--show-rejected lists them), by keyword: {}",
+            errors.len() - shown,
+            list.join(", ")
+        );
+    }
+}
+
+/// The alerts' output and the rule set the workers share.
+struct NidsApp {
+    set: Arc<RuleSet>,
+    format: AlertFormat,
+    out: SharedOutput,
+    out_name: String,
+    window_memory: Option<u64>,
+}
+
+impl NidsApp {
+    fn open(
+        c: &Common,
+        format: AlertFormat,
+        set: Arc<RuleSet>,
+        window_memory: Option<u64>,
+    ) -> Result<NidsApp, String> {
+        let raw = run::open_output(c.output.as_deref()).map_err(|e| {
+            let p = c.output.as_deref().unwrap_or(Path::new("-"));
+            format!("{}: cannot create: {e}", p.display())
+        })?;
+        let out_name = c
+            .output
+            .as_ref()
+            .map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
+        // Alerts are formatted by the workers; the record format is unused.
+        let unused = RecordFormat {
+            format: Format::Json,
+            files: false,
+            community_seed: 0,
+        };
+        let out = SharedOutput::spawn("alerts", raw, unused)
+            .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
+        Ok(NidsApp {
+            set,
+            format,
+            out,
+            out_name,
+            window_memory,
+        })
+    }
+}
+
+impl RunApp for NidsApp {
+    type H = NidsCli;
+
+    fn wants_bytes(&self) -> bool {
+        true
+    }
+
+    fn handler(&self, failure: &SharedFailure, _writers: usize) -> Result<NidsCli, String> {
+        let writer = AlertWriter {
+            format: self.format,
+            sink: BatchSink::new(self.out.clone()),
+            batch: Vec::new(),
+            out_name: self.out_name.clone(),
+            failure: failure.clone(),
+        };
+        let mut nids = Nids::new(self.set.clone(), writer);
+        if let Some(m) = self.window_memory {
+            nids.detector()
+                .set_window_memory(usize::try_from(m).unwrap_or(usize::MAX));
+        }
+        Ok(NidsCli {
+            nids,
+            last_flush: Instant::now(),
+        })
+    }
+
+    fn begin(&mut self, _failure: &Failure) {}
+
+    fn finish(&mut self, failure: &Failure) {
+        if let Err(e) = self.out.flush() {
+            failure.set(self.out_name.clone(), e);
+        }
+    }
+
+    fn summary(&self, o: &Outcome, e: &mut dyn Write) {
+        let Some(n) = &o.nids else { return };
+        let _ = writeln!(
+            e,
+            "  nids         {} rules; {} stream directions inspected ({} by no rule, {} cut at the rules' reach), {}B scanned, {} hits, {} evaluations; {} alerts",
+            self.set.len(),
+            n.streams,
+            n.streams_unwatched,
+            n.streams_cut,
+            human_bytes(n.bytes_scanned),
+            n.hits,
+            n.evaluations,
+            n.total_alerts()
+        );
+        if n.window_refusals > 0 || n.exhausted > 0 || n.passed > 0 {
+            let _ = writeln!(
+                e,
+                "  nids limits  {} streams without a window (memory full), {} evaluations out of budget, {} connections passed",
+                n.window_refusals, n.exhausted, n.passed
+            );
+        }
+        for (count, rule) in per_signature(&self.set, n) {
+            let r = &rule.rule;
+            let _ = writeln!(
+                e,
+                "  alerts       {count:>8}  [{}:{}:{}] {}",
+                r.gid, r.sid, r.rev, r.msg
+            );
+        }
+    }
+
+    fn stats_json(&self, o: &Outcome) -> Option<(&'static str, serde_json::Value)> {
+        let n = o.nids.as_ref()?;
+        let sigs: Vec<serde_json::Value> = per_signature(&self.set, n)
+            .into_iter()
+            .map(|(count, r)| {
+                serde_json::json!({
+                    "gid": r.rule.gid,
+                    "sid": r.rule.sid,
+                    "rev": r.rule.rev,
+                    "msg": r.rule.msg,
+                    "alerts": count,
+                })
+            })
+            .collect();
+        Some((
+            "nids",
+            serde_json::json!({
+                "rules": self.set.len(),
+                "streams": n.streams,
+                "streams_unwatched": n.streams_unwatched,
+                "streams_cut": n.streams_cut,
+                "bytes_scanned": n.bytes_scanned,
+                "hits": n.hits,
+                "evaluations": n.evaluations,
+                "evaluations_exhausted": n.exhausted,
+                "window_refusals": n.window_refusals,
+                "window_peak": n.window_peak,
+                "passed": n.passed,
+                "alerts": n.total_alerts(),
+                "signatures": sigs,
+            }),
+        ))
+    }
+}
+
+/// Rules that alerted, with their counts, most first (then by sid).
+fn per_signature<'a>(
+    set: &'a RuleSet,
+    n: &NidsStats,
+) -> Vec<(u64, &'a streamcap_apps::nids::CompiledRule)> {
+    let mut v: Vec<(u64, &streamcap_apps::nids::CompiledRule)> = n
+        .alerts
+        .iter()
+        .zip(set.rules())
+        .filter(|(c, _)| **c > 0)
+        .map(|(c, r)| (*c, r))
+        .collect();
+    v.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.rule.sid.cmp(&b.1.rule.sid)));
+    v
+}
+
+fn human_bytes(n: u64) -> String {
+    let n = n as f64;
+    if n >= 1e9 {
+        format!("{:.2} G", n / 1e9)
+    } else if n >= 1e6 {
+        format!("{:.2} M", n / 1e6)
+    } else if n >= 1e3 {
+        format!("{:.1} k", n / 1e3)
+    } else {
+        format!("{n:.0} ")
+    }
+}
+
+/// A worker's alerts on their way to the output: formatted here, handed
+/// over in batches.
+struct AlertWriter {
+    format: AlertFormat,
+    sink: BatchSink,
+    batch: Vec<u8>,
+    out_name: String,
+    failure: SharedFailure,
+}
+
+impl AlertWriter {
+    /// Hands the batch over (and, with `flush`, waits until it is written).
+    fn hand_over(&mut self, flush: bool) {
+        if self.failure.is_set() {
+            self.batch.clear();
+            return;
+        }
+        let mut res = self.sink.write_all(&self.batch);
+        self.batch.clear();
+        if flush {
+            res = res.and_then(|()| self.sink.flush());
+        }
+        if let Err(e) = res {
+            self.failure.set(self.out_name.clone(), e);
+        }
+    }
+}
+
+impl AlertSink for AlertWriter {
+    fn alert(&mut self, alert: &Alert, rules: &RuleSet) {
+        match self.format {
+            AlertFormat::Eve => write_eve(alert, rules, &mut self.batch),
+            AlertFormat::Fast => write_fast(alert, rules, &mut self.batch),
+        }
+        if self.batch.len() >= 1 << 16 {
+            self.hand_over(false);
+        }
+    }
+}
+
+/// The handler of `streamcap nids`.
+pub(crate) struct NidsCli {
+    nids: Nids<AlertWriter>,
+    last_flush: Instant,
+}
+
+impl Handler for NidsCli {
+    type State = NidsState;
+
+    fn on_create(&mut self, s: &mut Stream<'_, NidsState>) {
+        self.nids.on_create(s);
+    }
+
+    fn on_data(&mut self, s: &mut Stream<'_, NidsState>, chunk: &Chunk<'_>) {
+        self.nids.on_data(s, chunk);
+    }
+
+    fn on_close(&mut self, s: &mut Stream<'_, NidsState>) {
+        self.nids.on_close(s);
+    }
+
+    fn on_flow_end(&mut self, fe: &mut FlowEnd<'_, NidsState>) {
+        self.nids.on_flow_end(fe);
+    }
+
+    /// Live capture: alerts reach the output within about a second.
+    fn on_tick(&mut self) {
+        if self.last_flush.elapsed() >= LIVE_FLUSH {
+            self.last_flush = Instant::now();
+            self.nids.sink.hand_over(true);
+        }
+    }
+}
+
+impl Finish for NidsCli {
+    fn finish_app(&mut self) -> StageEnd {
+        self.nids.sink.hand_over(true);
+        StageEnd {
+            nids: Some(self.nids.detector().stats().clone()),
+            ..StageEnd::default()
+        }
+    }
+}
