@@ -1,1 +1,3 @@
 //! Multi-pattern matchers with state carried across a stream's chunks.
+
+pub mod hyperscan;
