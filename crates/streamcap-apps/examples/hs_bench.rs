@@ -21,6 +21,25 @@
 //! carried with the state (the checking is included in the timings). Every
 //! engine counts every (pattern, end) occurrence; the counts must agree.
 //! Each figure is the best of three runs.
+//!
+//! Last run (2026-11-27, release build, 2-core AMD EPYC VM shared with other
+//! jobs, libhyperscan5 5.4.0; MB/s for 1,460-byte / 16 KiB chunks; a first
+//! run under heavier load was 10-50 % slower):
+//!
+//! | patterns | engine | compile | memory | state per stream | MB/s |
+//! |---:|---|---:|---:|---:|---:|
+//! | 100 | Hyperscan | 1.7 ms | 0.1 MB | 49 B | 3,584 / 4,037 |
+//! | 100 | aho-corasick DFA | 2.8 ms | 1.7 MB | 4 B (+31 B carry) | 263 / 254 |
+//! | 100 | aho-corasick contiguous NFA | 0.7 ms | 0.2 MB | 4 B (+31 B carry) | 152 / 153 |
+//! | 1,000 | Hyperscan | 12.7 ms | 0.2 MB | 49 B | 3,001 / 3,570 |
+//! | 1,000 | aho-corasick DFA | 31 ms | 16.9 MB | 4 B (+31 B carry) | 150 / 147 |
+//! | 1,000 | aho-corasick contiguous NFA | 7.6 ms | 1.4 MB | 4 B (+31 B carry) | 138 / 140 |
+//! | 10,000 | Hyperscan | 192 ms | 1.7 MB | 49 B | 1,285 / 1,421 |
+//! | 10,000 | aho-corasick DFA | 410 ms | 169 MB | 4 B (+31 B carry) | 60 / 54 |
+//! | 10,000 | aho-corasick contiguous NFA | 129 ms | 8.2 MB | 4 B (+31 B carry) | 73 / 85 |
+//!
+//! Occurrences found (all engines alike): 13,658, 12,220 and 22,661 in the
+//! 50 MB.
 
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::{dfa, nfa, Anchored, MatchKind};

@@ -44,6 +44,16 @@
 //! [`Hyperscan::load`] fail as if the library were absent, to exercise the
 //! fallback.
 //!
+//! # Speed
+//!
+//! `examples/hs_bench.rs` (`cargo run --release -p streamcap-apps --example
+//! hs_bench`) scans 50 MB of mixed text and binary in 1,460-byte chunks, one
+//! stream per 1 MiB flow. On a shared 2-core EPYC VM (2026-11-27): 3.6, 3.0
+//! and 1.3 GB/s for 100, 1,000 and 10,000 literals, against 263, 150 and
+//! 60 MB/s for aho-corasick's DFA walked byte by byte (73 MB/s for its
+//! contiguous NFA at 10,000, whose DFA takes 169 MB); 49 bytes of state per
+//! stream; 10,000 literals compile in 0.2 s.
+//!
 //! [Hyperscan]: https://www.hyperscan.io/
 // The crate may become `#![deny(unsafe_code)]`: this module is the C
 // boundary to libhs and is the one exception, each block with a SAFETY
