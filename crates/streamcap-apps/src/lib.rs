@@ -12,3 +12,11 @@
 
 pub mod conn_id;
 pub mod nids;
+
+/// Says why a unit test (or part of one) does not run, straight to the
+/// process's stderr: the test harness captures `eprintln!`.
+#[cfg(test)]
+pub(crate) fn skip(reason: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipping: {reason}");
+}

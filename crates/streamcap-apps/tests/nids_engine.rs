@@ -10,7 +10,7 @@ use streamcap_apps::nids::rule::{
     Action, AddrSpec, Content, FlowOptions, Header, PayloadMatch, PortSpec, Rule, RuleProto,
     RuleSource,
 };
-use streamcap_apps::nids::{Alert, Classifications, CompileOptions, Nids, RuleSet};
+use streamcap_apps::nids::{Alert, Classifications, CompileOptions, EngineKind, Nids, RuleSet};
 use streamcap_gen::{Capture as Gen, Direction, TcpConversation, UdpFlow};
 
 fn rule(sid: u32, proto: RuleProto, matches: Vec<PayloadMatch>) -> Rule {

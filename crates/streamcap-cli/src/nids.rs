@@ -157,7 +157,9 @@ pub fn run(a: NidsArgs) -> ExitCode {
     };
     if let Some(m) = a.window_memory {
         if m > streamcap::source::physical_memory() {
-            return usage(format!("--window-memory {m}: more than the machine's memory"));
+            return usage(format!(
+                "--window-memory {m}: more than the machine's memory"
+            ));
         }
     }
     if !a.common.quiet {
@@ -205,7 +207,8 @@ fn report_rejected(errors: &[RuleError], all: bool) {
     if errors.len() > shown {
         let mut by: BTreeMap<&str, usize> = BTreeMap::new();
         for e in &errors[shown..] {
-            *by.entry(e.keyword.as_deref().unwrap_or("(syntax)")).or_default() += 1;
+            *by.entry(e.keyword.as_deref().unwrap_or("(syntax)"))
+                .or_default() += 1;
         }
         let mut counts: Vec<(&str, usize)> = by.into_iter().collect();
         counts.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));

@@ -310,7 +310,6 @@ impl Outputs {
             failure.clone(),
         )
     }
-
 }
 
 /// What a run does with the streams, and where its output goes: flow

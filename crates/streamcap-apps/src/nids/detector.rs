@@ -16,7 +16,7 @@
 
 use super::alert::{Alert, AlertSink};
 use super::inspect::{evaluate, Verdict, Window};
-use super::matcher::{Hit, ScanState};
+use super::matcher::{Hit, ScanState, Scratch};
 use super::rule::{Action, PayloadMatch};
 use super::ruleset::{RuleSet, Traffic};
 use crate::conn_id::ConnId;
@@ -49,6 +49,9 @@ pub struct NidsStats {
     pub evaluations: u64,
     /// Evaluations that ran out of their search budget.
     pub exhausted: u64,
+    /// Chunks the automaton failed to scan (Hyperscan out of memory):
+    /// the stream's scan state restarts after them.
+    pub scan_errors: u64,
     /// Streams that wanted a window when the window memory was full: their
     /// multi-condition rules see only the current chunk.
     pub window_refusals: u64,
@@ -70,6 +73,7 @@ impl NidsStats {
         self.hits += o.hits;
         self.evaluations += o.evaluations;
         self.exhausted += o.exhausted;
+        self.scan_errors += o.scan_errors;
         self.window_refusals += o.window_refusals;
         self.window_peak = self.window_peak.max(o.window_peak);
         self.passed += o.passed;
@@ -144,6 +148,8 @@ impl Inspect {
 /// share one [`RuleSet`]).
 pub struct Detector {
     rules: Arc<RuleSet>,
+    /// Per traffic kind, the automaton's scratch space.
+    scratch: [Scratch; 3],
     hits: Vec<Hit>,
     /// The window and the chunk, contiguous, when a candidate needs both.
     joined: Vec<u8>,
@@ -159,8 +165,22 @@ impl Detector {
     /// A detector over `rules`.
     pub fn new(rules: Arc<RuleSet>) -> Detector {
         let n = rules.len();
+        // A scratch that cannot be allocated leaves an empty one: every
+        // scan of that kind then fails and is counted.
+        let scratch = |t: Traffic| {
+            rules.traffic[t as usize]
+                .matcher
+                .scratch()
+                .unwrap_or_default()
+        };
+        let scratch = [
+            scratch(Traffic::Tcp),
+            scratch(Traffic::Udp),
+            scratch(Traffic::Other),
+        ];
         Detector {
             rules,
+            scratch,
             hits: Vec::new(),
             joined: Vec::new(),
             found: Vec::new(),
@@ -322,7 +342,14 @@ impl Detector {
             d.window_start = base;
         }
         self.hits.clear();
-        tr.matcher.scan(&mut d.scan, base, new, &mut self.hits);
+        let scratch = &mut self.scratch[d.traffic as usize];
+        if tr
+            .matcher
+            .scan(&mut d.scan, scratch, base, new, &mut self.hits)
+            .is_err()
+        {
+            self.stats.scan_errors += 1;
+        }
         self.stats.bytes_scanned += new.len() as u64;
         self.stats.hits += self.hits.len() as u64;
         let datagram = |rel: u64| {

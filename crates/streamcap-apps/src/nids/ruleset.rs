@@ -18,7 +18,8 @@ pub const MAX_WINDOW: usize = 1 << 20;
 /// How a rule set is compiled.
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
-    /// The multi-pattern engine.
+    /// The multi-pattern engine. [default: Hyperscan where it loads
+    /// ([`EngineKind::auto`]), else aho-corasick]
     pub engine: EngineKind,
     /// Bytes of a stream kept behind each chunk: a rule with several
     /// conditions matches when all of them lie within this window and the
@@ -29,7 +30,7 @@ pub struct CompileOptions {
 impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions {
-            engine: EngineKind::default(),
+            engine: EngineKind::auto(),
             window: DEFAULT_WINDOW,
         }
     }

@@ -12,8 +12,10 @@
 //! `libhs.so.5` can be loaded at run time.
 
 pub(crate) mod aho;
+pub mod hyperscan;
 
 use aho::{AhoMatcher, AhoState};
+use hyperscan::{HsDatabase, HsScratch, HsStream, Hyperscan};
 
 /// Which automaton scans the streams.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -39,7 +41,7 @@ impl EngineKind {
     /// Whether Hyperscan can be used here (its library loads and the CPU
     /// has what it needs); the reason if not.
     pub fn hyperscan_available() -> Result<(), String> {
-        Err("this build has no Hyperscan support".into())
+        Hyperscan::load().map(|_| ()).map_err(|e| e.to_string())
     }
 
     /// Hyperscan where it can be used, else aho-corasick.
@@ -95,16 +97,35 @@ enum Inner {
     /// No pattern: nothing ever matches.
     Empty,
     Aho(Box<AhoMatcher>),
+    Hs(HsDatabase),
 }
 
 /// A stream direction's scan position.
 #[derive(Debug)]
 pub struct ScanState {
     aho: AhoState,
+    /// The Hyperscan stream, opened at the first scan.
+    hs: Option<HsStream>,
+    /// Stream offset of the first byte the Hyperscan stream scanned (its
+    /// match offsets count from there).
+    origin: u64,
     /// Stream offset the next scanned byte must have; another offset means
     /// a gap, and the state is reset.
     next: u64,
 }
+
+/// What one thread needs to scan with a [`Matcher`] (Hyperscan's scratch
+/// space); one per worker.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    hs: Option<HsScratch>,
+}
+
+/// A scan that could not be done (Hyperscan out of memory, or an internal
+/// error); the stream's state is reset.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ScanError(String);
 
 impl Matcher {
     /// Builds a matcher for `patterns` (bytes, caseless) with `engine`.
@@ -154,7 +175,18 @@ impl Matcher {
                     max_len,
                 })
             }
-            EngineKind::Hyperscan => Err("Hyperscan is not available in this build".into()),
+            EngineKind::Hyperscan => {
+                let hs = Hyperscan::load().map_err(|e| e.to_string())?;
+                let refs: Vec<(&[u8], bool)> =
+                    patterns.iter().map(|(p, c)| (p.as_slice(), *c)).collect();
+                let db = HsDatabase::compile(&hs, &refs).map_err(|e| e.to_string())?;
+                Ok(Matcher {
+                    engine: Inner::Hs(db),
+                    to_patterns: (0..patterns.len() as u32).map(|i| vec![i]).collect(),
+                    exact: vec![true; patterns.len()],
+                    max_len,
+                })
+            }
         }
     }
 
@@ -163,6 +195,7 @@ impl Matcher {
         match &self.engine {
             Inner::Empty => "no patterns".into(),
             Inner::Aho(a) => a.kind().into(),
+            Inner::Hs(db) => format!("Hyperscan stream mode, {} B per stream", db.stream_size()),
         }
     }
 
@@ -171,6 +204,7 @@ impl Matcher {
         match &self.engine {
             Inner::Empty => 0,
             Inner::Aho(a) => a.memory(),
+            Inner::Hs(db) => db.memory(),
         }
     }
 
@@ -184,50 +218,118 @@ impl Matcher {
         matches!(self.engine, Inner::Empty)
     }
 
-    /// A new stream's scan state, starting at stream offset `offset`.
+    /// Scratch space for one thread.
+    pub fn scratch(&self) -> Result<Scratch, ScanError> {
+        match &self.engine {
+            Inner::Hs(db) => Ok(Scratch {
+                hs: Some(db.scratch().map_err(|e| ScanError(e.to_string()))?),
+            }),
+            _ => Ok(Scratch::default()),
+        }
+    }
+
+    /// A new stream's scan state, starting at stream offset `offset` (a
+    /// Hyperscan stream is opened at the first scan).
     pub fn state(&self, offset: u64) -> ScanState {
         let aho = match &self.engine {
             Inner::Aho(a) => a.start(),
-            Inner::Empty => AhoState::default(),
+            Inner::Empty | Inner::Hs(_) => AhoState::default(),
         };
-        ScanState { aho, next: offset }
+        ScanState {
+            aho,
+            hs: None,
+            origin: offset,
+            next: offset,
+        }
     }
 
     /// Scans `data`, the stream's bytes from `offset`, continuing from
     /// `state` (reset first if `offset` is not where the last scan ended);
     /// appends every occurrence that ends in `data` to `hits`, in order of
-    /// their end.
-    pub fn scan(&self, state: &mut ScanState, offset: u64, data: &[u8], hits: &mut Vec<Hit>) {
+    /// their end. On an error the state is reset, as at a gap.
+    pub fn scan(
+        &self,
+        state: &mut ScanState,
+        scratch: &mut Scratch,
+        offset: u64,
+        data: &[u8],
+        hits: &mut Vec<Hit>,
+    ) -> Result<(), ScanError> {
         if offset != state.next {
-            *state = self.state(offset);
+            self.reset(state, scratch, offset);
         }
         state.next = offset + data.len() as u64;
-        match &self.engine {
-            Inner::Empty => {}
-            Inner::Aho(a) => {
-                let (to, exact) = (&self.to_patterns, &self.exact);
-                a.scan(&mut state.aho, data, &mut |id, end| {
-                    for &p in to.get(id as usize).map_or(&[][..], |v| v.as_slice()) {
-                        hits.push(Hit {
-                            pattern: p,
-                            end: offset + end as u64,
-                            exact: exact.get(p as usize).copied().unwrap_or(false),
-                        });
-                    }
+        let (to, exact) = (&self.to_patterns, &self.exact);
+        let mut push = |id: u32, end: u64| {
+            for &p in to.get(id as usize).map_or(&[][..], |v| v.as_slice()) {
+                hits.push(Hit {
+                    pattern: p,
+                    end,
+                    exact: exact.get(p as usize).copied().unwrap_or(false),
                 });
+            }
+        };
+        match &self.engine {
+            Inner::Empty => Ok(()),
+            Inner::Aho(a) => {
+                a.scan(&mut state.aho, data, &mut |id, end| {
+                    push(id, offset + end as u64)
+                });
+                Ok(())
+            }
+            Inner::Hs(db) => {
+                let fail = |e: hyperscan::HsError| ScanError(e.to_string());
+                let Some(sc) = scratch.hs.as_mut() else {
+                    return Err(ScanError("no Hyperscan scratch space".into()));
+                };
+                if state.hs.is_none() {
+                    state.hs = Some(db.open_stream().map_err(fail)?);
+                    state.origin = offset;
+                }
+                let origin = state.origin;
+                let Some(stream) = state.hs.as_mut() else {
+                    return Ok(());
+                };
+                let res = db.scan(stream, sc, data, &mut |id, end| push(id, origin + end));
+                if res.is_err() {
+                    // Forget the stream: the next scan opens another.
+                    state.hs = None;
+                    state.next = u64::MAX;
+                }
+                res.map_err(fail)
             }
         }
     }
 
-    /// Forgets any partial match (UDP: between datagrams).
-    pub fn reset(&self, state: &mut ScanState, offset: u64) {
-        *state = self.state(offset);
+    /// Forgets any partial match; the next byte scanned is at `offset`.
+    pub fn reset(&self, state: &mut ScanState, scratch: &mut Scratch, offset: u64) {
+        match (&self.engine, state.hs.as_mut(), scratch.hs.as_mut()) {
+            (Inner::Hs(db), Some(stream), Some(sc)) => {
+                if db.reset(stream, sc).is_err() {
+                    state.hs = None;
+                }
+            }
+            (Inner::Aho(a), _, _) => state.aho = a.start(),
+            _ => {}
+        }
+        state.origin = offset;
+        state.next = offset;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The engines to test: aho-corasick, and Hyperscan where it loads.
+    fn engines() -> Vec<EngineKind> {
+        let mut v = vec![EngineKind::AhoCorasick];
+        match EngineKind::hyperscan_available() {
+            Ok(()) => v.push(EngineKind::Hyperscan),
+            Err(e) => crate::skip(format!("the Hyperscan part of the matcher tests: {e}")),
+        }
+        v
+    }
 
     #[test]
     fn mixed_case_patterns_share_a_caseless_automaton() {
@@ -238,8 +340,10 @@ mod tests {
         ];
         let m = Matcher::build(EngineKind::AhoCorasick, &pats).unwrap();
         let mut st = m.state(0);
+        let mut sc = m.scratch().unwrap();
         let mut hits = Vec::new();
-        m.scan(&mut st, 0, b"HOST: evil", &mut hits);
+        m.scan(&mut st, &mut sc, 0, b"HOST: evil", &mut hits)
+            .unwrap();
         // The automaton finds all three; only the caseless one is exact.
         let mut got: Vec<(u32, u64, bool)> =
             hits.iter().map(|h| (h.pattern, h.end, h.exact)).collect();
@@ -249,18 +353,61 @@ mod tests {
 
     #[test]
     fn a_gap_resets_the_state() {
-        let pats = vec![(b"abcdef".to_vec(), false)];
-        let m = Matcher::build(EngineKind::AhoCorasick, &pats).unwrap();
-        let mut st = m.state(0);
-        let mut hits = Vec::new();
-        m.scan(&mut st, 0, b"xxabc", &mut hits);
-        m.scan(&mut st, 5, b"def", &mut hits);
-        assert_eq!(hits.len(), 1);
-        assert_eq!(hits[0].end, 8);
-        hits.clear();
-        m.scan(&mut st, 8, b"abc", &mut hits);
-        // Three bytes never seen: "abc" + "def" is no match.
-        m.scan(&mut st, 14, b"def", &mut hits);
-        assert!(hits.is_empty());
+        for engine in engines() {
+            let pats = vec![(b"abcdef".to_vec(), false)];
+            let m = Matcher::build(engine, &pats).unwrap();
+            let mut st = m.state(0);
+            let mut sc = m.scratch().unwrap();
+            let mut hits = Vec::new();
+            m.scan(&mut st, &mut sc, 0, b"xxabc", &mut hits).unwrap();
+            m.scan(&mut st, &mut sc, 5, b"def", &mut hits).unwrap();
+            assert_eq!(hits.len(), 1, "{engine:?}");
+            assert_eq!(hits[0].end, 8);
+            hits.clear();
+            m.scan(&mut st, &mut sc, 8, b"abc", &mut hits).unwrap();
+            // Three bytes never seen: "abc" + "def" is no match.
+            m.scan(&mut st, &mut sc, 14, b"def", &mut hits).unwrap();
+            assert!(hits.is_empty(), "{engine:?}");
+            // Offsets after the gap are stream offsets.
+            m.scan(&mut st, &mut sc, 17, b"abcdef", &mut hits).unwrap();
+            let ends: Vec<u64> = hits.iter().map(|h| h.end).collect();
+            assert_eq!(ends, vec![23], "{engine:?}");
+        }
+    }
+
+    #[test]
+    fn both_engines_find_the_same_hits_at_every_split() {
+        let pats: Vec<(Vec<u8>, bool)> = vec![
+            (b"GET /".to_vec(), false),
+            (b"host:".to_vec(), true),
+            (b"\x00\xff\x00".to_vec(), false),
+            (b"evil".to_vec(), false),
+        ];
+        let text = b"GET /evil HTTP/1.1\r\nHoSt: x\r\n\x00\xff\x00GET /GET /";
+        let mut all = Vec::new();
+        for engine in engines() {
+            let m = Matcher::build(engine, &pats).unwrap();
+            for cut in 0..=text.len() {
+                let (mut st, mut sc) = (m.state(0), m.scratch().unwrap());
+                let mut hits = Vec::new();
+                m.scan(&mut st, &mut sc, 0, &text[..cut], &mut hits)
+                    .unwrap();
+                m.scan(&mut st, &mut sc, cut as u64, &text[cut..], &mut hits)
+                    .unwrap();
+                // A hit that is not exact is confirmed by its bytes.
+                let mut got: Vec<(u32, u64)> = hits
+                    .iter()
+                    .filter(|h| {
+                        let p = &pats[h.pattern as usize].0;
+                        h.exact || &text[h.end as usize - p.len()..h.end as usize] == p.as_slice()
+                    })
+                    .map(|h| (h.pattern, h.end))
+                    .collect();
+                got.sort();
+                all.push(got);
+            }
+        }
+        assert!(all.windows(2).all(|w| w[0] == w[1]), "{all:?}");
+        assert_eq!(all[0].len(), 6);
     }
 }
