@@ -303,14 +303,16 @@ impl Matcher {
 
     /// Forgets any partial match; the next byte scanned is at `offset`.
     pub fn reset(&self, state: &mut ScanState, scratch: &mut Scratch, offset: u64) {
-        match (&self.engine, state.hs.as_mut(), scratch.hs.as_mut()) {
-            (Inner::Hs(db), Some(stream), Some(sc)) => {
-                if db.reset(stream, sc).is_err() {
-                    state.hs = None;
-                }
+        let failed = match (&self.engine, state.hs.as_mut(), scratch.hs.as_mut()) {
+            (Inner::Hs(db), Some(stream), Some(sc)) => db.reset(stream, sc).is_err(),
+            (Inner::Aho(a), _, _) => {
+                state.aho = a.start();
+                false
             }
-            (Inner::Aho(a), _, _) => state.aho = a.start(),
-            _ => {}
+            _ => false,
+        };
+        if failed {
+            state.hs = None;
         }
         state.origin = offset;
         state.next = offset;
