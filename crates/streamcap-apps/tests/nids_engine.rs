@@ -51,7 +51,21 @@ fn ep(s: &str) -> SocketAddr {
     s.parse().unwrap()
 }
 
-/// Runs the rules on the capture; (sid, direction, stream offset) of every alert, sorted.
+/// The engines to test: aho-corasick, and Hyperscan where it loads.
+fn engines() -> Vec<EngineKind> {
+    let mut v = vec![EngineKind::AhoCorasick];
+    match EngineKind::hyperscan_available() {
+        Ok(()) => v.push(EngineKind::Hyperscan),
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipping the Hyperscan runs: {e}");
+        }
+    }
+    v
+}
+
+/// Runs the rules on the capture with every engine; (sid, direction,
+/// stream offset) of every alert, sorted, the same for each engine.
 fn alerts(
     pcap: &[u8],
     rules: Vec<Rule>,
@@ -59,17 +73,33 @@ fn alerts(
     delivery: Delivery,
     workers: usize,
 ) -> Vec<(u32, &'static str, u64)> {
+    let runs: Vec<_> = engines()
+        .into_iter()
+        .map(|e| alerts_with(e, pcap, rules.clone(), chunk, delivery, workers))
+        .collect();
+    assert!(
+        runs.windows(2).all(|w| w[0] == w[1]),
+        "the engines disagree: {runs:?}"
+    );
+    runs.into_iter().next().unwrap_or_default()
+}
+
+fn alerts_with(
+    engine: EngineKind,
+    pcap: &[u8],
+    rules: Vec<Rule>,
+    chunk: usize,
+    delivery: Delivery,
+    workers: usize,
+) -> Vec<(u32, &'static str, u64)> {
+    let opts = CompileOptions {
+        engine,
+        ..CompileOptions::default()
+    };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.pcap");
     std::fs::write(&path, pcap).unwrap();
-    let set = Arc::new(
-        RuleSet::compile(
-            rules,
-            &Classifications::default(),
-            &CompileOptions::default(),
-        )
-        .unwrap(),
-    );
+    let set = Arc::new(RuleSet::compile(rules, &Classifications::default(), &opts).unwrap());
     let cap = Capture::builder()
         .chunk_size(chunk)
         .delivery(delivery)
