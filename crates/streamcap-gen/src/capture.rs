@@ -8,8 +8,12 @@ use crate::packet::{frame, LinkSpec};
 use crate::pcap::{PcapConfig, PcapWriter};
 use crate::truth::FlowTruth;
 
-/// Direction of a packet within a flow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Direction of a packet within a flow. Serialized as `"to_server"` /
+/// `"to_client"`.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// From the client (initiator) to the server.
     ToServer,

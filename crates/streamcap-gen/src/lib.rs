@@ -35,6 +35,11 @@
 //! flows, out-of-order and overlap floods, fragment floods, sequence abuse,
 //! endless streams) and a `normal` baseline of the same size.
 //!
+//! [`nids`] writes traffic with planted signatures (HTTP, SMTP, FTP, DNS,
+//! TLS SNI, other TCP and UDP payloads; half of the TCP ones across segment
+//! boundaries; reordering, conflicting overlaps, mid-stream flows), the
+//! exact truth of where they are, and one content rule per signature.
+//!
 //! Other traffic models plug in by implementing [`FlowGenerator`] or by feeding
 //! [`GeneratedFlow`]s straight into [`Capture::add_generated`].
 
@@ -44,6 +49,7 @@ pub mod attack;
 pub mod campus;
 pub mod capture;
 pub mod fuzz_seeds;
+pub mod nids;
 pub mod packet;
 pub mod pcap;
 pub mod prng;
@@ -56,6 +62,7 @@ pub mod udp;
 pub use attack::{AttackStats, Profile};
 pub use campus::{Campus, CampusConfig, CampusFlowTruth, CampusStats};
 pub use capture::{Capture, Direction, FlowGenerator, GeneratedFlow, WirePacket};
+pub use nids::{NidsConfig, NidsTrace, Occurrence};
 pub use packet::{FragmentOrder, LinkSpec, Vlan};
 pub use pcap::{LinkType, PcapConfig, PcapWriter, TsResolution};
 pub use prng::SplitMix64;

@@ -4,6 +4,7 @@
 //! streamcap-gen sample -o samples/sample.pcap [--truth samples/sample.truth.jsonl] [--seed N]
 //! streamcap-gen campus -o FILE.pcap [--truth FILE.jsonl] [--packets N] [--seed N] ...
 //! streamcap-gen attack --profile NAME -o FILE.pcap [--packets N] [--seed N]
+//! streamcap-gen nids -o FILE.pcap [--truth FILE.jsonl] [--rules FILE.rules] [options]
 //! ```
 
 use std::path::PathBuf;
@@ -11,12 +12,14 @@ use std::process::ExitCode;
 
 use streamcap_gen::attack::{generate_file, Profile};
 use streamcap_gen::campus::timed;
+use streamcap_gen::nids::{generate, NidsConfig};
 use streamcap_gen::{sample, Campus, CampusConfig, SAMPLE_DEFAULT_SEED};
 
 const USAGE: &str = "\
 usage: streamcap-gen sample -o FILE.pcap [--truth FILE.jsonl] [--seed N]
        streamcap-gen campus -o FILE.pcap [--truth FILE.jsonl] [options]
        streamcap-gen attack --profile NAME -o FILE.pcap [--packets N] [--seed N]
+       streamcap-gen nids -o FILE.pcap [--truth FILE.jsonl] [--rules FILE.rules] [options]
 
 sample: writes the deterministic sample capture (about 40 mixed flows) and,
 optionally, its ground truth as JSON lines. The same seed always produces
@@ -44,7 +47,25 @@ truth line per flow. Options (defaults in brackets):
 attack: an adversarial capture (Ethernet, IPv4) of N packets [100000],
 deterministic from the seed [1]. Profiles (`--profile list` describes them):
   syn-flood, hash-collision, tiny-segments, ooo-flood, overlap-storm,
-  fragment-flood, seq-abuse, endless-streams, normal (campus baseline)";
+  fragment-flood, seq-abuse, endless-streams, normal (campus baseline)
+
+nids: traffic for testing a NIDS: HTTP, SMTP, FTP, TLS, SSH, DNS and other
+TCP/UDP flows with signatures planted in URIs, headers, bodies, FTP
+arguments, DNS labels, TLS SNI and opaque payloads (about half of the TCP
+ones across a segment boundary). --truth writes one JSON line per planted
+occurrence (flow, direction, signature, sid, stream offset, boundary,
+presence under overlap policies first and last); --rules writes one
+`alert tcp|udp any any -> any any` content rule per signature (sid 1000001
+up). Options (defaults in brackets):
+  --seed N           seed [1]
+  --flows N          flows [400]
+  --reorder F        fraction of TCP flows with reordered segments [0.25]
+  --conflict F       fraction of TCP flows with conflicting overlapping
+                     retransmissions over their signatures [0.2]
+  --midstream F      fraction of TCP flows whose handshake precedes the
+                     capture [0.15]
+  --ipv6 F           fraction of IPv6 flows [0.2]
+  --clean F          fraction of flows without signature [0.15]";
 
 enum Cmd {
     Sample,
@@ -209,11 +230,103 @@ fn run_attack(mut it: impl Iterator<Item = String>) -> ExitCode {
     }
 }
 
+/// `streamcap-gen nids ...`.
+fn run_nids(mut it: impl Iterator<Item = String>) -> ExitCode {
+    let mut c = NidsConfig::default();
+    let mut out = None;
+    let mut truth = None;
+    let mut rules = None;
+    let res: Result<(), String> = (|| {
+        fn num<T: std::str::FromStr>(name: &str, v: String) -> Result<T, String> {
+            v.parse()
+                .map_err(|_| format!("invalid value `{v}` for {name}"))
+        }
+        fn fraction(name: &str, v: String) -> Result<f64, String> {
+            let f: f64 = num(name, v)?;
+            if (0.0..=1.0).contains(&f) {
+                Ok(f)
+            } else {
+                Err(format!("{name} must be between 0 and 1"))
+            }
+        }
+        while let Some(a) = it.next() {
+            let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
+            match a.as_str() {
+                "-o" | "--output" => out = Some(PathBuf::from(value()?)),
+                "--truth" => truth = Some(PathBuf::from(value()?)),
+                "--rules" => rules = Some(PathBuf::from(value()?)),
+                "--seed" => c.seed = num(&a, value()?)?,
+                "--flows" => c.flows = num(&a, value()?)?,
+                "--reorder" => c.reorder = fraction(&a, value()?)?,
+                "--conflict" => c.conflict = fraction(&a, value()?)?,
+                "--midstream" => c.midstream = fraction(&a, value()?)?,
+                "--ipv6" => c.ipv6 = fraction(&a, value()?)?,
+                "--clean" => c.clean = fraction(&a, value()?)?,
+                "-h" | "--help" => return Err(String::new()),
+                other => return Err(format!("unexpected argument `{other}`")),
+            }
+        }
+        Ok(())
+    })();
+    match res {
+        Err(e) if e.is_empty() => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+        Ok(()) => {}
+    }
+    let Some(out) = out else {
+        eprintln!("error: missing -o FILE\n\n{USAGE}");
+        return ExitCode::from(2);
+    };
+    let t = std::time::Instant::now();
+    let trace = generate(&c);
+    let secs = t.elapsed().as_secs_f64();
+    if let Err(e) = trace.write_files(&out, truth.as_deref(), rules.as_deref()) {
+        eprintln!("error: writing {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    let st = trace.stats();
+    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "wrote {} (seed {}): {} flows ({} TCP, {} mid-stream, {} with signatures), {} packets, \
+         {:.1} MB; generated in {secs:.2} s",
+        out.display(),
+        c.seed,
+        st.flows,
+        st.tcp_flows,
+        st.midstream_flows,
+        st.flows_with_signatures,
+        st.packets,
+        size as f64 / 1e6
+    );
+    eprintln!(
+        "{} occurrences ({} TCP: {} across a segment boundary, {} reordered, {} with a \
+         conflicting overlap), {} (flow, signature) pairs, {} rules",
+        st.occurrences,
+        st.tcp_occurrences,
+        st.crossing,
+        st.reordered,
+        st.conflicts,
+        st.pairs,
+        trace.signatures.len()
+    );
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let mut argv = std::env::args().skip(1).peekable();
     if argv.peek().map(String::as_str) == Some("attack") {
         argv.next();
         return run_attack(argv);
+    }
+    if argv.peek().map(String::as_str) == Some("nids") {
+        argv.next();
+        return run_nids(argv);
     }
     let args = match parse(argv) {
         Ok(a) => a,

@@ -94,6 +94,34 @@ pub struct SegmentInfo {
     pub range: ByteRange,
 }
 
+/// One application send: its bytes and the explicit segment boundaries
+/// inside it (offsets within the send, sorted, in `1..len`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Step {
+    dir: Direction,
+    bytes: Vec<u8>,
+    cuts: Vec<usize>,
+}
+
+impl Step {
+    /// The byte ranges of the send's segments: cut at `cuts`, then every
+    /// piece longer than `mss` cut every `mss` bytes.
+    fn pieces(&self, mss: usize) -> Vec<std::ops::Range<usize>> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        for end in self.cuts.iter().copied().chain([self.bytes.len()]) {
+            let mut s = start;
+            while s < end {
+                let e = (s + mss).min(end);
+                out.push(s..e);
+                s = e;
+            }
+            start = end;
+        }
+        out
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct ConflictSpec {
     dir: Direction,
@@ -149,7 +177,8 @@ fn di(d: Direction) -> usize {
 /// Builder of one scripted TCP conversation.
 ///
 /// The script is a list of application sends; each send is cut into
-/// segments of at most [`mss`](Self::mss) bytes. Every data segment carries
+/// segments of at most [`mss`](Self::mss) bytes (and, with
+/// [`send_cut`](Self::send_cut), at chosen offsets). Every data segment carries
 /// ACK (and PSH on the last segment of a send); after each send the
 /// receiver emits a pure ACK for everything received. Sequence numbers use
 /// wrapping 32-bit arithmetic, so ISNs near 2^32 exercise wrap-around.
@@ -171,7 +200,7 @@ pub struct TcpConversation {
     mss: usize,
     handshake: Handshake,
     close: Close,
-    steps: Vec<(Direction, Vec<u8>)>,
+    steps: Vec<Step>,
     start_ns: u64,
     step_ns: u64,
     seed: u64,
@@ -313,10 +342,27 @@ impl TcpConversation {
     }
 
     /// Appends an application send to the script. Empty sends are ignored.
-    pub fn send(mut self, dir: Direction, bytes: impl Into<Vec<u8>>) -> Self {
+    pub fn send(self, dir: Direction, bytes: impl Into<Vec<u8>>) -> Self {
+        self.send_cut(dir, bytes, Vec::new())
+    }
+
+    /// Appends an application send whose segment boundaries are chosen by
+    /// the caller: the send is cut at the given offsets within it (values
+    /// outside `1..len` and repeats are ignored), then every piece longer
+    /// than the [MSS](Self::mss) is cut every MSS bytes as usual. Empty
+    /// sends are ignored. With no cuts this is [`send`](Self::send).
+    pub fn send_cut(
+        mut self,
+        dir: Direction,
+        bytes: impl Into<Vec<u8>>,
+        mut cuts: Vec<usize>,
+    ) -> Self {
         let bytes = bytes.into();
         if !bytes.is_empty() {
-            self.steps.push((dir, bytes));
+            cuts.retain(|&c| c > 0 && c < bytes.len());
+            cuts.sort_unstable();
+            cuts.dedup();
+            self.steps.push(Step { dir, bytes, cuts });
         }
         self
     }
@@ -395,16 +441,16 @@ impl TcpConversation {
     pub fn data_segments(&self) -> Vec<SegmentInfo> {
         let mut sent = [0u64; 2];
         let mut out = Vec::new();
-        for (dir, bytes) in &self.steps {
-            for chunk in bytes.chunks(self.mss) {
-                let start = sent[di(*dir)];
-                let end = start + chunk.len() as u64;
+        for step in &self.steps {
+            for piece in step.pieces(self.mss) {
+                let start = sent[di(step.dir)];
+                let end = start + piece.len() as u64;
                 out.push(SegmentInfo {
                     index: out.len(),
-                    dir: *dir,
+                    dir: step.dir,
                     range: ByteRange { start, end },
                 });
-                sent[di(*dir)] = end;
+                sent[di(step.dir)] = end;
             }
         }
         out
@@ -414,8 +460,8 @@ impl TcpConversation {
     pub fn stream(&self, dir: Direction) -> Vec<u8> {
         self.steps
             .iter()
-            .filter(|(d, _)| *d == dir)
-            .flat_map(|(_, b)| b.iter().copied())
+            .filter(|s| s.dir == dir)
+            .flat_map(|s| s.bytes.iter().copied())
             .collect()
     }
 
@@ -449,10 +495,12 @@ impl TcpConversation {
         }
         let mut sent = [0u64; 2];
         let mut index = 0;
-        for (dir, bytes) in &self.steps {
-            let (d, r) = (*dir, dir.reverse());
-            let n = bytes.chunks(self.mss).len();
-            for (k, chunk) in bytes.chunks(self.mss).enumerate() {
+        for step in &self.steps {
+            let (d, r) = (step.dir, step.dir.reverse());
+            let pieces = step.pieces(self.mss);
+            let n = pieces.len();
+            for (k, piece) in pieces.into_iter().enumerate() {
+                let chunk = &step.bytes[piece];
                 plan.push(Planned {
                     dir: d,
                     seq: seq(d, sent[di(d)]),

@@ -174,6 +174,38 @@ fn sequence_numbers_contiguous_across_wrap() {
     assert_eq!(flow.truth.end, EndReason::Fin);
 }
 
+/// `send_cut` puts segment boundaries where asked (ignoring cuts outside the
+/// send), and the MSS still cuts longer pieces.
+#[test]
+fn explicit_segment_cuts() {
+    let conv = TcpConversation::new(addr("10.0.0.1:40000"), addr("10.0.0.2:80"))
+        .mss(100)
+        .send(C, payload(30, 1))
+        .send_cut(C, payload(250, 2), vec![0, 1, 7, 7, 150, 250, 900])
+        .send_cut(S, payload(40, 3), vec![]);
+    let ranges: Vec<(Direction, u64, u64)> = conv
+        .data_segments()
+        .iter()
+        .map(|s| (s.dir, s.range.start, s.range.end))
+        .collect();
+    assert_eq!(
+        ranges,
+        [
+            (C, 0, 30),
+            (C, 30, 31),
+            (C, 31, 37),
+            (C, 37, 137),
+            (C, 137, 180),
+            (C, 180, 280),
+            (S, 0, 40)
+        ]
+    );
+    let flow = conv.generate();
+    let lens: Vec<usize> = data_packets(&flow, C).iter().map(|d| d.1.len()).collect();
+    assert_eq!(lens, [30, 1, 6, 100, 43, 100]);
+    assert_eq!(flow.truth.to_server.stream, conv.stream(C));
+}
+
 #[test]
 fn loss_duplicates_and_reorder() {
     let base = TcpConversation::new(addr("10.0.0.1:40001"), addr("10.0.0.2:80"))
