@@ -16,4 +16,4 @@ pub mod vars;
 pub use classification::{ClassType, Classifications};
 pub use parse::{load_rule_file, parse_rules, Parsed};
 pub use rule::{Rule, RuleError};
-pub use vars::Vars;
+pub use vars::{VarKind, Vars};
