@@ -19,7 +19,7 @@ use streamcap_apps::nids::alert::{write_eve, write_fast};
 use streamcap_apps::nids::ruleset::{DEFAULT_WINDOW, MAX_WINDOW};
 use streamcap_apps::nids::{
     load_rule_file, Alert, AlertSink, Classifications, CompileOptions, EngineKind, Nids, NidsState,
-    NidsStats, RuleError, RuleSet, Vars,
+    NidsStats, Parsed, RuleError, RuleSet, Vars,
 };
 
 /// How long alerts of a live capture may wait in a worker's buffer.
@@ -108,29 +108,24 @@ pub fn run(a: NidsArgs) -> ExitCode {
             return usage(format!("--set {s:?}: {e}"));
         }
     }
-    let classes = match &a.classification_config {
-        Some(p) => match Classifications::load(p) {
-            Ok((c, bad)) => {
-                for e in bad {
-                    eprintln!("streamcap: {e}");
-                }
-                c
-            }
-            Err(e) => return usage(format!("--classification-config {}: {e}", p.display())),
-        },
-        None => Classifications::default(),
-    };
-    let mut rules = Vec::new();
-    let mut rejected: Vec<RuleError> = Vec::new();
+    if let Some(p) = &a.classification_config {
+        match Classifications::load(p) {
+            Ok(c) => vars.classifications = c,
+            Err(e) => return usage(format!("--classification-config: {e}")),
+        }
+    }
+    let mut parsed = Parsed::default();
     for path in &a.rules {
-        match load_rule_file(path, &vars, &classes) {
-            Ok(parsed) => {
-                rules.extend(parsed.rules);
-                rejected.extend(parsed.errors);
-            }
+        match load_rule_file(path, &vars) {
+            // Duplicate (gid, sid) pairs are found across files too.
+            Ok(p) => parsed.extend(p),
             Err(e) => return usage(format!("{}: cannot read the rules: {e}", path.display())),
         }
     }
+    let Parsed {
+        rules,
+        errors: rejected,
+    } = parsed;
     report_rejected(&rejected, a.show_rejected);
     if rules.is_empty() {
         return usage(format!(
@@ -151,12 +146,12 @@ pub fn run(a: NidsArgs) -> ExitCode {
         window: a.window as usize,
     };
     let loaded = rules.len();
-    let set = match RuleSet::compile(rules, &classes, &opts) {
+    let set = match RuleSet::compile(rules, &vars.classifications, &opts) {
         Ok(s) => Arc::new(s),
         Err(e) => return usage(format!("cannot compile the rules: {e}")),
     };
     if let Some(m) = a.window_memory {
-        if m > streamcap::source::physical_memory() {
+        if streamcap::source::physical_memory().is_some_and(|phys| m > phys) {
             return usage(format!(
                 "--window-memory {m}: more than the machine's memory"
             ));

@@ -28,4 +28,4 @@ pub use matcher::EngineKind;
 pub use parse::{load_rule_file, parse_rules, Parsed};
 pub use rule::{Rule, RuleError};
 pub use ruleset::{CompileOptions, CompiledRule, RuleSet};
-pub use vars::Vars;
+pub use vars::{VarKind, Vars};

@@ -46,6 +46,18 @@ pub enum RuleProto {
     Ip,
 }
 
+impl RuleProto {
+    /// The keyword.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuleProto::Tcp => "tcp",
+            RuleProto::Udp => "udp",
+            RuleProto::Icmp => "icmp",
+            RuleProto::Ip => "ip",
+        }
+    }
+}
+
 /// A set of addresses as a rule header or a variable gives it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum AddrSpec {
@@ -109,6 +121,56 @@ impl PortSpec {
             ),
         }
     }
+}
+
+/// Written in rule syntax (`any`, `10.0.0.0/8`, `!1.2.3.4`, `[a,b]`); a
+/// host is written without a prefix length. Parsing the text gives the same
+/// spec back.
+impl std::fmt::Display for AddrSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AddrSpec::Any => f.write_str("any"),
+            AddrSpec::Net(ip, len) => {
+                let host = if ip.is_ipv4() { 32 } else { 128 };
+                if *len == host {
+                    write!(f, "{ip}")
+                } else {
+                    write!(f, "{ip}/{len}")
+                }
+            }
+            AddrSpec::Not(inner) => write!(f, "!{inner}"),
+            AddrSpec::List(items) => write_list(f, items),
+        }
+    }
+}
+
+/// Written in rule syntax (`any`, `80`, `1024:65535`, `!80`, `[a,b]`).
+/// Parsing the text gives the same spec back.
+impl std::fmt::Display for PortSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PortSpec::Any => f.write_str("any"),
+            PortSpec::Range(lo, hi) if lo == hi => write!(f, "{lo}"),
+            PortSpec::Range(lo, hi) => write!(f, "{lo}:{hi}"),
+            PortSpec::Not(inner) => write!(f, "!{inner}"),
+            PortSpec::List(items) => write_list(f, items),
+        }
+    }
+}
+
+/// `[a,b,c]`.
+fn write_list<T: std::fmt::Display>(
+    f: &mut std::fmt::Formatter<'_>,
+    items: &[T],
+) -> std::fmt::Result {
+    f.write_str("[")?;
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        write!(f, "{item}")?;
+    }
+    f.write_str("]")
 }
 
 /// The list rule shared by addresses and ports: in one of the positive
@@ -188,6 +250,23 @@ impl Header {
                 && self.dst_ports.contains(d.1)
         };
         one_way(src, dst) || (self.bidirectional && one_way(dst, src))
+    }
+}
+
+/// Written in rule syntax: `alert tcp any any -> 10.0.0.0/8 80`.
+impl std::fmt::Display for Header {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dir = if self.bidirectional { "<>" } else { "->" };
+        write!(
+            f,
+            "{} {} {} {} {dir} {} {}",
+            self.action.name(),
+            self.proto.name(),
+            self.src,
+            self.src_ports,
+            self.dst,
+            self.dst_ports
+        )
     }
 }
 
