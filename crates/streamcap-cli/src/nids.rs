@@ -296,11 +296,11 @@ impl RunApp for NidsApp {
         let Some(n) = &o.nids else { return };
         let _ = writeln!(
             e,
-            "  nids         {} rules; {} stream directions inspected ({} by no rule, {} cut at the rules' reach), {}B scanned, {} hits, {} evaluations; {} alerts",
+            "  nids         {} rules; {} stream directions inspected ({} cut at the rules' reach), {} left alone (no rule's header covers them); {}B scanned, {} hits, {} evaluations; {} alerts",
             self.set.len(),
             n.streams,
-            n.streams_unwatched,
             n.streams_cut,
+            n.streams_unwatched,
             human_bytes(n.bytes_scanned),
             n.hits,
             n.evaluations,

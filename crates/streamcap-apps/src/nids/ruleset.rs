@@ -293,11 +293,14 @@ impl RuleSet {
         .iter()
         .map(|(name, t)| {
             let tr = &self.traffic[*t as usize];
+            if tr.by_pattern.is_empty() {
+                return format!("{name}: no patterns");
+            }
             format!(
                 "{name}: {} patterns, {}, {} KiB",
                 tr.by_pattern.len(),
                 tr.matcher.describe(),
-                tr.matcher.memory() / 1024
+                tr.matcher.memory().div_ceil(1024)
             )
         })
         .collect()
