@@ -257,11 +257,13 @@ impl Detector {
             next: 0,
             done: false,
         });
-        let remaining = rules
-            .rules
+        // Rules whose header covers the stream, by class.
+        let remaining: u64 = tr
+            .classes
             .iter()
-            .filter(|r| inspect.applies(r.class))
-            .count();
+            .filter(|&&c| inspect.applies(c))
+            .map(|&c| u64::from(rules.classes[c as usize].rules))
+            .sum();
         inspect.remaining = u32::try_from(remaining).unwrap_or(u32::MAX);
         if inspect.keeps_window && self.window_bytes + rules.window > self.window_limit {
             inspect.keeps_window = false;

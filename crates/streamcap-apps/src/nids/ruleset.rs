@@ -85,6 +85,8 @@ pub(crate) struct HeaderClass {
     pub direction: Option<FlowDirection>,
     /// The farthest reach of its rules, per traffic kind (`None`: unlimited).
     pub reach: [Option<u64>; 3],
+    /// How many rules it has.
+    pub rules: u32,
 }
 
 impl HeaderClass {
@@ -167,6 +169,7 @@ impl RuleSet {
                     header: key_header,
                     direction: rule.flow.direction,
                     reach: [Some(0); 3],
+                    rules: 0,
                 });
                 (header_classes.len() - 1) as u32
             });
@@ -195,6 +198,7 @@ impl RuleSet {
         }
         for r in &compiled {
             let c = &mut header_classes[r.class as usize];
+            c.rules += 1;
             for t in kinds(r.rule.header.proto) {
                 let slot = &mut c.reach[*t as usize];
                 *slot = match (*slot, r.reach) {
