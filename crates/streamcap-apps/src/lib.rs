@@ -5,11 +5,14 @@
 //! - [`nids`]: signature matching with Suricata/Snort content rules over
 //!   TCP streams and UDP datagrams, alerts as Suricata's EVE JSON or
 //!   `fast.log`.
+//! - [`compose`]: several applications on one capture and one
+//!   reassembly, each with its own cutoff.
 //! - [`conn_id`]: the connection names (Zeek `uid`, EVE `flow_id`) every
 //!   application's records share.
 
 #![warn(missing_docs)]
 
+pub mod compose;
 pub mod conn_id;
 pub mod nids;
 

@@ -19,15 +19,14 @@ use super::inspect::{evaluate, Verdict, Window};
 use super::matcher::{Hit, ScanState, Scratch};
 use super::rule::{Action, PayloadMatch};
 use super::ruleset::{RuleSet, Traffic};
+use crate::compose::Want;
 use crate::conn_id::ConnId;
 use std::collections::HashSet;
 use std::sync::Arc;
 use streamcap::deliver::{Chunk, Delivery, Stream};
 use streamcap::flow::Direction;
 
-/// The largest UDP (or other) payload: with this chunk size, segment
-/// delivery hands over each datagram in one piece.
-pub const DATAGRAM_CHUNK: usize = 65_536;
+use crate::compose::DATAGRAM_CHUNK;
 
 /// Default bytes of windows one detector (one worker) may hold at once.
 pub const DEFAULT_WINDOW_MEMORY: usize = 64 << 20;
@@ -89,17 +88,6 @@ impl NidsStats {
     pub fn total_alerts(&self) -> u64 {
         self.alerts.iter().sum()
     }
-}
-
-/// What a stream's bytes are still wanted for.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Want {
-    /// Nothing more: no rule can match any more.
-    Nothing,
-    /// Bytes up to this stream offset (Scap's cutoff).
-    UpTo(u64),
-    /// Every byte.
-    All,
 }
 
 /// A stream direction's detection state (the engine's per-stream user
@@ -216,7 +204,7 @@ impl Detector {
     /// whole: see [`Detector::prepare`].
     pub fn start<S>(
         &mut self,
-        s: &mut Stream<'_, S>,
+        s: &Stream<'_, S>,
         state: &mut NidsState,
         sink: &mut impl AlertSink,
     ) -> Want {
@@ -312,7 +300,7 @@ impl Detector {
     /// alerts. Returns what is still wanted.
     pub fn data<S>(
         &mut self,
-        s: &mut Stream<'_, S>,
+        s: &Stream<'_, S>,
         state: &mut NidsState,
         chunk: &Chunk<'_>,
         sink: &mut impl AlertSink,
@@ -489,7 +477,7 @@ impl Detector {
     /// connection's inspection.
     fn emit<S>(
         &mut self,
-        s: &mut Stream<'_, S>,
+        s: &Stream<'_, S>,
         state: &mut NidsState,
         sink: &mut impl AlertSink,
     ) -> Want {

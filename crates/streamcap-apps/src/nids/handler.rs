@@ -2,9 +2,11 @@
 //! to an [`AlertSink`].
 
 use super::alert::AlertSink;
-use super::detector::{Detector, NidsState, Want};
+use super::detector::{Detector, NidsState};
+use crate::compose::{apply_want, App, Notes, Reply, Want};
 use std::sync::Arc;
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
+use streamcap::flow::Direction;
 
 use super::ruleset::RuleSet;
 
@@ -53,15 +55,6 @@ impl<K: AlertSink> Nids<K> {
     }
 }
 
-/// Applies what the detector still wants to the stream: Scap's cutoff.
-pub fn apply_want<S>(s: &mut Stream<'_, S>, want: Want) {
-    match want {
-        Want::Nothing => s.discard(),
-        Want::UpTo(n) if n < s.info().params.cutoff => s.set_cutoff(Some(n)),
-        Want::UpTo(_) | Want::All => {}
-    }
-}
-
 impl<K: AlertSink> Handler for Nids<K> {
     type State = NidsState;
 
@@ -85,7 +78,37 @@ impl<K: AlertSink> Handler for Nids<K> {
     }
 
     fn on_flow_end(&mut self, fe: &mut FlowEnd<'_, NidsState>) {
-        self.detector
-            .flow_end(fe.stream(streamcap::flow::Direction::Orig).conn_id);
+        self.detector.flow_end(fe.stream(Direction::Orig).conn_id);
+    }
+}
+
+/// The NIDS as one application among several ([`crate::compose`]).
+impl<K: AlertSink> App for Nids<K> {
+    type State = NidsState;
+
+    fn datagrams(&self) -> bool {
+        true
+    }
+
+    fn start<S>(&mut self, s: &Stream<'_, S>, st: &mut NidsState) -> Want {
+        self.detector.start(s, st, &mut self.sink)
+    }
+
+    fn data<S>(&mut self, s: &Stream<'_, S>, st: &mut NidsState, chunk: &Chunk<'_>) -> Reply {
+        self.detector.data(s, st, chunk, &mut self.sink).into()
+    }
+
+    fn close<S>(&mut self, _s: &Stream<'_, S>, st: &mut NidsState) {
+        self.detector.close(st);
+    }
+
+    fn flow_end<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        _: &mut NidsState,
+        _: &mut NidsState,
+        _: &mut Notes,
+    ) {
+        self.detector.flow_end(fe.stream(Direction::Orig).conn_id);
     }
 }

@@ -20,9 +20,10 @@ pub mod rule;
 pub mod ruleset;
 pub mod vars;
 
+pub use crate::compose::Want;
 pub use alert::{Alert, AlertSink, FnSink};
 pub use classification::{ClassType, Classifications};
-pub use detector::{Detector, NidsState, NidsStats, Want};
+pub use detector::{Detector, NidsState, NidsStats};
 pub use handler::Nids;
 pub use matcher::EngineKind;
 pub use parse::{load_rule_file, parse_rules, Parsed};
