@@ -311,3 +311,84 @@ fn anchored_rules_let_the_engine_discard_the_rest_of_the_stream() {
     assert!(t.discarded >= 100_000);
     assert!(t.invariant_holds());
 }
+
+/// A pcap (Ethernet) of one IPv4 packet from 10.0.0.1 to 10.0.0.2 whose
+/// IP payload is `l4` with protocol `proto`.
+fn ipv4_pcap(proto: u8, l4: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    // Global header: magic, 2.4, zone, sigfigs, snaplen, Ethernet.
+    v.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    v.extend_from_slice(&2u16.to_le_bytes());
+    v.extend_from_slice(&4u16.to_le_bytes());
+    v.extend_from_slice(&[0; 8]);
+    v.extend_from_slice(&65535u32.to_le_bytes());
+    v.extend_from_slice(&1u32.to_le_bytes());
+    let ip_len = 20 + l4.len();
+    let mut frame = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00];
+    let mut ip = vec![
+        0x45,
+        0,
+        (ip_len >> 8) as u8,
+        ip_len as u8,
+        0,
+        1,
+        0,
+        0,
+        64,
+        proto,
+        0,
+        0,
+    ];
+    ip.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+    let sum = ip
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum::<u32>();
+    let sum = !(((sum & 0xffff) + (sum >> 16)) as u16);
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    frame.extend_from_slice(&ip);
+    frame.extend_from_slice(l4);
+    v.extend_from_slice(&1_714_564_800u32.to_le_bytes());
+    v.extend_from_slice(&0u32.to_le_bytes());
+    v.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+    v.extend_from_slice(&(frame.len() as u32).to_le_bytes());
+    v.extend_from_slice(&frame);
+    v
+}
+
+#[test]
+fn icmp_rules_see_the_payload_after_the_icmp_header() {
+    // An echo request (type 8): 8 header bytes, then the data.
+    let mut icmp = vec![8, 0, 0, 0, 0x12, 0x34, 0, 1];
+    icmp.extend_from_slice(b"abcdefghijklmnopqrstuvw");
+    let pcap = ipv4_pcap(1, &icmp);
+    let rules = vec![
+        // Suricata's ICMP payload starts with the data.
+        rule(
+            1,
+            RuleProto::Icmp,
+            vec![content(b"abcd", |c| c.depth = Some(4))],
+        ),
+        // The header is not payload: neither anchored nor anywhere.
+        rule(
+            2,
+            RuleProto::Icmp,
+            vec![content(&[8, 0], |c| c.depth = Some(2))],
+        ),
+        rule(3, RuleProto::Icmp, vec![content(&[0x12, 0x34], |_| {})]),
+        rule(
+            4,
+            RuleProto::Ip,
+            vec![content(b"mnop", |c| {
+                c.offset = Some(12);
+                c.depth = Some(4)
+            })],
+        ),
+    ];
+    for delivery in [Delivery::Chunks, Delivery::Segments] {
+        assert_eq!(
+            alerts(&pcap, rules.clone(), 4096, delivery, 1),
+            vec![(1, "orig", 8), (4, "orig", 20)]
+        );
+    }
+}

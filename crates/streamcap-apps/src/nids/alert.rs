@@ -29,7 +29,8 @@ pub struct Alert {
     /// protocols: in the concatenation of the direction's payloads).
     pub stream_offset: u64,
     /// Offset of the match within its datagram (UDP and other per-packet
-    /// protocols; `None` for TCP).
+    /// protocols; for ICMP, within the payload after the 8-byte header;
+    /// `None` for TCP).
     pub datagram_offset: Option<u64>,
     /// The connection.
     pub conn: ConnId,

@@ -6,7 +6,9 @@
 //! is carried from chunk to chunk, so every byte is scanned once and a
 //! pattern split across segments or chunks is found in the chunk where its
 //! last byte arrives. UDP and other protocols are matched per datagram
-//! (per packet), the state reset between them, as Suricata does.
+//! (per packet), the state reset between them, as Suricata does; an ICMP
+//! message is matched from the byte after its 8-byte header
+//! ([`ICMP_HEADER`]), where Suricata's ICMP payload starts.
 //!
 //! A hit of a rule that has one content and nothing else is checked on the
 //! spot (offset, depth, case). A hit of any other rule makes the rule a
@@ -27,6 +29,12 @@ use streamcap::deliver::{Chunk, Delivery, Stream};
 use streamcap::flow::Direction;
 
 use crate::compose::DATAGRAM_CHUNK;
+
+/// Bytes of an ICMP or ICMPv6 header (type, code, checksum and the four
+/// bytes that depend on the type): an ICMP rule's payload starts after
+/// them, as Suricata's (`p->payload`) does, so `content:"abc"; depth:3`
+/// matches an echo request whose data starts with `abc`.
+pub const ICMP_HEADER: usize = 8;
 
 /// Default bytes of windows one detector (one worker) may hold at once.
 pub const DEFAULT_WINDOW_MEMORY: usize = 64 << 20;
@@ -315,14 +323,20 @@ impl Detector {
             self.finish(state);
             return Want::Nothing;
         }
-        let new = chunk.new_data();
+        let mut new = chunk.new_data();
+        let mut offset = chunk.offset + chunk.new_from as u64;
+        let per_datagram = d.traffic != Traffic::Tcp;
+        if per_datagram && matches!(s.proto(), 1 | 58) {
+            // Rules see an ICMP message's payload, after its header.
+            let skip = new.len().min(ICMP_HEADER);
+            new = &new[skip..];
+            offset += skip as u64;
+        }
         if new.is_empty() {
             return Want::All;
         }
-        let offset = chunk.offset + chunk.new_from as u64;
         let rules = Arc::clone(&self.rules);
         let tr = &rules.traffic[d.traffic as usize];
-        let per_datagram = d.traffic != Traffic::Tcp;
         // A datagram is matched alone, from offset 0; a stream continues
         // where it stopped unless bytes are missing.
         let base = if per_datagram { 0 } else { offset };
