@@ -5,6 +5,11 @@
 #   libpcap  - libpcap's filter compiler, loaded at run time for tcpdump-syntax filters
 #   iproute2 - `ip netns` / veth pairs for the live-capture tests (run as root)
 #   procps   - sysctl, to switch IPv6 off on the test veth pairs
+#   libhyperscan5 - Hyperscan, loaded at run time by `streamcap nids` (the
+#              tests run every NIDS case on it and on aho-corasick)
+#   suricata - Suricata 7, which `streamcap nids` is compared with; on
+#              Debian 12 it comes from bookworm-backports, which this script
+#              adds to apt's sources when it is missing
 # Tests that need a missing tool skip with a message, so this is optional on a
 # developer machine; CI runs it. Needs root (or sudo) and Debian/Ubuntu.
 #
@@ -24,10 +29,34 @@
 #   libssl-dev                                - OpenSSL's SHA-256 for the nids_analyse peer
 #   tcpreplay                                 - streamcap-bench overload-live's paced replay
 set -euo pipefail
-pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps)
+pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay)
 fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+
+# Suricata 7: Debian 12 has it only in bookworm-backports.
+if ! command -v suricata >/dev/null 2>&1; then
+  suite=""
+  if grep -q 'VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
+    suite="bookworm-backports"
+    if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+      echo "install-deps: adding bookworm-backports to apt's sources (for Suricata 7)"
+      printf '%s\n' 'Types: deb' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm-backports' \
+        'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' |
+        $SUDO tee /etc/apt/sources.list.d/streamcap-backports.sources >/dev/null
+    fi
+  fi
+  $SUDO apt-get update -qq
+  if [ -n "$suite" ]; then
+    $SUDO apt-get install -y -qq -t "$suite" suricata >/dev/null || echo "install-deps: could not install suricata"
+  else
+    $SUDO apt-get install -y -qq suricata >/dev/null || echo "install-deps: could not install suricata"
+  fi
+fi
+
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -36,9 +65,6 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all present (${pkgs[*]})"
   exit 0
 fi
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 # Install one by one when the whole set fails, so one missing package (e.g.
