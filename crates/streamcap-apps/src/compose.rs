@@ -7,7 +7,8 @@
 //! steer the stream itself; it answers each event with a [`Want`] (and,
 //! for data, whether the chunk must be kept, [`Reply`]). [`Both`] joins
 //! two applications into one (nest it for more); `Option<A>` is an
-//! application that may be absent; [`Apps`] runs one (joined) application
+//! application that may be absent; [`Cutoff`] gives one a cutoff of its
+//! own; [`Apps`] runs one (joined) application
 //! as a [`Handler`], turning the wants into the stream's cutoff and
 //! `discard`, and the keeps into `keep_chunk`.
 //!
@@ -307,6 +308,55 @@ impl<A: App> App for Option<A> {
         if let Some(a) = self {
             a.tick();
         }
+    }
+}
+
+/// An application with a cutoff of its own: it sees at most the first
+/// `.1` bytes of each stream, whatever the others want
+/// (`Cutoff(app, 10 << 10)`).
+#[derive(Debug, Default)]
+pub struct Cutoff<A>(pub A, pub u64);
+
+impl<A: App> App for Cutoff<A> {
+    type State = A::State;
+
+    fn datagrams(&self) -> bool {
+        self.0.datagrams()
+    }
+
+    fn start<S>(&mut self, s: &Stream<'_, S>, st: &mut Self::State) -> Want {
+        let cut = if self.1 == 0 {
+            Want::Nothing
+        } else {
+            Want::UpTo(self.1)
+        };
+        self.0.start(s, st).min(cut)
+    }
+
+    fn data<S>(&mut self, s: &Stream<'_, S>, st: &mut Self::State, chunk: &Chunk<'_>) -> Reply {
+        let r = self.0.data(s, st, chunk);
+        Reply {
+            want: r.want.min(Want::UpTo(self.1)),
+            keep: r.keep,
+        }
+    }
+
+    fn close<S>(&mut self, s: &Stream<'_, S>, st: &mut Self::State) {
+        self.0.close(s, st);
+    }
+
+    fn flow_end<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        orig: &mut Self::State,
+        resp: &mut Self::State,
+        notes: &mut Notes,
+    ) {
+        self.0.flow_end(fe, orig, resp, notes);
+    }
+
+    fn tick(&mut self) {
+        self.0.tick();
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use streamcap::Capture;
-use streamcap_apps::compose::{Apps, Both};
+use streamcap_apps::compose::{Apps, Both, Cutoff};
 use streamcap_apps::nids::{parse_rules, Alert, CompileOptions, Nids, RuleSet, Vars};
 
 fn rules(text: &str) -> Arc<RuleSet> {
@@ -101,4 +101,29 @@ fn an_absent_application_changes_nothing() {
     assert_eq!(joined.stats.totals, alone.stats.totals);
     let Both(_, nb) = joined.handler.into_inner();
     assert_eq!(keyed(&b, &nb.sink), keyed(&b, &alone.handler.sink));
+}
+
+#[test]
+fn an_applications_cutoff_is_its_own() {
+    // The nginx banner lies past byte 17 of each response: a 16-byte
+    // cutoff on that application hides it, and the other still sees all.
+    let b = rules(r#"alert tcp any any <> any any (msg:"nginx"; content:"nginx/1.24"; sid:3;)"#);
+    let run = Capture::builder()
+        .build()
+        .run_file(
+            sample(),
+            Apps::new(Both(
+                Cutoff(Nids::new(b.clone(), Vec::<Alert>::new()), 16),
+                Nids::new(b.clone(), Vec::<Alert>::new()),
+            )),
+        )
+        .unwrap();
+    let alone = Capture::builder()
+        .build()
+        .run_file(sample(), Nids::new(b.clone(), Vec::<Alert>::new()))
+        .unwrap();
+    let Both(Cutoff(cut, _), full) = run.handler.into_inner();
+    assert!(cut.sink.is_empty());
+    assert!(!full.sink.is_empty());
+    assert_eq!(keyed(&b, &full.sink), keyed(&b, &alone.handler.sink));
 }
