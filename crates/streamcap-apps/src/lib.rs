@@ -5,12 +5,18 @@
 //! - [`nids`]: signature matching with Suricata/Snort content rules over
 //!   TCP streams and UDP datagrams, alerts as Suricata's EVE JSON or
 //!   `fast.log`.
+//! - [`classify`]: layer-7 traffic classification (Scap §VII-C): each
+//!   connection's application protocol from the first bytes of each
+//!   direction, which is then discarded.
+//! - [`logs`]: Zeek's `dns.log` and `ssl.log`, as JSON or TSV.
 //! - [`conn_id`]: the connection names (Zeek `uid`, EVE `flow_id`) every
 //!   application's records share.
 
 #![warn(missing_docs)]
 
+pub mod classify;
 pub mod conn_id;
+pub mod logs;
 pub mod nids;
 
 /// Says why a unit test (or part of one) does not run, straight to the
