@@ -193,6 +193,7 @@ fn cases() -> Vec<Case> {
             80,
             App::Http,
         ),
+        case("http-0.9", Tcp, &[b"GET /bad.html\r\n"], &[b"<html>\n"], 80, App::Http),
         case("tls", Tcp, &[&tls_client()], &[&tls_server()], 443, App::Tls),
         case("tls-server-only", Tcp, &[], &[&tls_server()], 443, App::Tls),
         case(
@@ -503,6 +504,12 @@ fn ports_break_ties_only() {
         App::Unknown
     );
     assert_eq!(c(&[b"zzzz\r\n"], &[], Transport::Tcp, 80).app, App::Unknown);
+    // An HTTP request line longer than the limit (a WebDAV overflow).
+    let mut long = b"SEARCH /".to_vec();
+    long.extend(vec![b'A'; 70_000]);
+    assert_eq!(c(&[&long], &[], Transport::Tcp, 80).app, App::Http);
+    long[0] = b'Z';
+    assert_eq!(c(&[&long], &[], Transport::Tcp, 80).app, App::Unknown);
     // Content beats the port: SSH on 443, HTTP on 22.
     assert_eq!(
         c(&[b"SSH-2.0-x\r\n"], &[], Transport::Tcp, 443).app,

@@ -1,7 +1,7 @@
 //! Probes of UDP protocols: one whole datagram each.
 
 use super::{text, Hint, NtpInfo, Verdict};
-use crate::logs::dns::wire::{layout, read_name, Header, NameLimits, HEADER_LEN};
+use crate::logs::dns::wire::{layout, read_name, Header, NameLimits, WireError, HEADER_LEN};
 
 fn be32(b: &[u8], i: usize) -> Option<u32> {
     Some(u32::from_be_bytes(b.get(i..i + 4)?.try_into().ok()?))
@@ -33,8 +33,9 @@ pub fn plausible_dns_header(msg: &[u8]) -> Option<bool> {
 
 /// A DNS message: a plausible header, and questions with names of
 /// visible ASCII and a known class. `whole`: `msg` is the whole message,
-/// which must then read to its end (trailing bytes only zeros); else only
-/// the questions that fit are read.
+/// whose records must then read to its end (trailing bytes only zeros) or
+/// be cut short by it (a snapshot length); else only the questions that
+/// fit are read.
 pub fn plausible_dns(msg: &[u8], whole: bool) -> Option<bool> {
     let response = plausible_dns_header(msg)?;
     let h = Header::parse(msg)?;
@@ -60,9 +61,11 @@ pub fn plausible_dns(msg: &[u8], whole: bool) -> Option<bool> {
         p = end + 4;
     }
     if whole {
-        let l = layout(msg, NameLimits::Dns).ok()?;
-        if !msg[l.end..].iter().all(|&b| b == 0) {
-            return None;
+        match layout(msg, NameLimits::Dns) {
+            Ok(l) if msg[l.end..].iter().all(|&b| b == 0) => {}
+            // Cut short inside the records (a capture's snapshot length).
+            Err(WireError::Truncated) => {}
+            _ => return None,
         }
     }
     Some(response)

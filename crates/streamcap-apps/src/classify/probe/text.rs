@@ -2,9 +2,6 @@
 
 use super::{prefix_of, Command, Hint, Verdict};
 
-/// Longest first line read (bytes, without its end).
-const MAX_LINE: usize = 2048;
-
 /// The first line: `Ok(line)` once complete, `Err(partial)` before; a
 /// `\r` before the line end (or at the end of a partial line) left out.
 fn first_line(buf: &[u8]) -> Result<&[u8], &[u8]> {
@@ -26,8 +23,36 @@ fn is_target_char(b: u8) -> bool {
     (0x21..0x7f).contains(&b) || b >= 0x80
 }
 
+/// Methods of HTTP and WebDAV, for requests without a version.
+const HTTP_METHODS: [&[u8]; 18] = [
+    b"GET",
+    b"POST",
+    b"HEAD",
+    b"PUT",
+    b"DELETE",
+    b"OPTIONS",
+    b"CONNECT",
+    b"TRACE",
+    b"PATCH",
+    b"PROPFIND",
+    b"PROPPATCH",
+    b"MKCOL",
+    b"COPY",
+    b"MOVE",
+    b"LOCK",
+    b"UNLOCK",
+    b"SEARCH",
+    b"REPORT",
+];
+
+/// Longest request line read (bytes, without its end): a longer one is
+/// judged on its first `REQUEST_LINE + 1` bytes.
+const REQUEST_LINE: usize = 1024;
+
 /// `METHOD SP target SP version`: HTTP/1.x, HTTP/2.0 (the `PRI` preface)
-/// or SIP/2.0, the line complete.
+/// or SIP/2.0, the line complete. Also HTTP/0.9's `GET /path` line, and
+/// an HTTP method with a path longer than [`REQUEST_LINE`] (read up to
+/// there: some requests are attacks on long paths).
 pub fn request_line(buf: &[u8]) -> Verdict {
     const VERSIONS: [(&[u8], bool); 5] = [
         (b"HTTP/1.1", true),
@@ -40,9 +65,9 @@ pub fn request_line(buf: &[u8]) -> Verdict {
         Ok(l) => (l, true),
         Err(p) => (p, false),
     };
-    if line.len() > MAX_LINE {
-        return Verdict::No;
-    }
+    let long = line.len() > REQUEST_LINE;
+    let line = &line[..line.len().min(REQUEST_LINE + 1)];
+    let complete = complete && !long;
     let mut parts = line.splitn(3, |&b| b == b' ');
     let method = parts.next().unwrap_or_default();
     let target = parts.next();
@@ -54,19 +79,26 @@ pub fn request_line(buf: &[u8]) -> Verdict {
         return Verdict::No;
     }
     let Some(target) = target else {
-        return if complete { Verdict::No } else { Verdict::More };
-    };
-    if !target.iter().all(|&b| is_target_char(b)) {
-        return Verdict::No;
-    }
-    let Some(version) = version else {
-        return if complete || target.len() > MAX_LINE {
+        return if complete || long {
             Verdict::No
         } else {
             Verdict::More
         };
     };
-    if target.is_empty() {
+    if !target.iter().all(|&b| is_target_char(b)) {
+        return Verdict::No;
+    }
+    let Some(version) = version else {
+        let http_path = HTTP_METHODS.contains(&method) && target.starts_with(b"/");
+        return if long && http_path || complete && method == b"GET" && target.starts_with(b"/") {
+            Verdict::Yes(Hint::HttpRequest)
+        } else if complete || long {
+            Verdict::No
+        } else {
+            Verdict::More
+        };
+    };
+    if target.is_empty() || long {
         return Verdict::No;
     }
     if !complete {
