@@ -140,8 +140,10 @@ impl TlsWalk {
     /// The next bytes of the direction (contiguous with the previous ones).
     pub fn feed(&mut self, mut data: &[u8]) {
         while !data.is_empty() && !self.stopped() {
+            // Never past the walk limit.
+            let room = (TLS_WALK_LIMIT - self.pos) as usize;
             if self.body_left == 0 {
-                let take = (5 - self.hdr_len).min(data.len());
+                let take = (5 - self.hdr_len).min(data.len()).min(room);
                 self.hdr[self.hdr_len..self.hdr_len + take].copy_from_slice(&data[..take]);
                 self.hdr_len += take;
                 self.pos += take as u64;
@@ -172,7 +174,7 @@ impl TlsWalk {
                 }
                 continue;
             }
-            let take = self.body_left.min(data.len());
+            let take = self.body_left.min(data.len()).min(room);
             if self.body_type == 22 && self.hello == HelloState::Pending {
                 self.collect(&data[..take]);
             }
