@@ -63,7 +63,8 @@ pub struct TlsInfo {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed: Option<bool>,
     /// Both directions went encrypted: each sent a ChangeCipherSpec or an
-    /// application-data record.
+    /// application-data record. After an SSLv2-format ClientHello (whose
+    /// direction has no record walk), the server's direction alone tells.
     pub established: bool,
     /// The client spoke SSLv2's record format.
     pub sslv2: bool,
@@ -151,9 +152,6 @@ pub fn decide(
     let any = |f: &dyn Fn(&Hint) -> bool| o.as_ref().is_some_and(f) || r.as_ref().is_some_and(f);
     let port = |a: App| a.port_matches(transport, orig_port, resp_port);
     let mut c = Classification::default();
-    let label = |c: &mut Classification, app: App| {
-        c.app = app;
-    };
 
     // 1. TLS hellos.
     let hello =
@@ -163,13 +161,13 @@ pub fn decide(
         _ => None,
     });
     if hello || sslv2.is_some() {
-        label(&mut c, App::Tls);
+        set(&mut c, App::Tls);
         c.tls = Some(tls_info(orig, resp, sslv2));
         return c;
     }
     // 2. SSH.
     if any(&|h| matches!(h, Hint::Ssh(_))) {
-        label(&mut c, App::Ssh);
+        set(&mut c, App::Ssh);
         let line = |h: &Option<Hint>| match h {
             Some(Hint::Ssh(s)) => Some(s.clone()),
             _ => None,
@@ -210,7 +208,7 @@ pub fn decide(
     ];
     for (f, app) in strong {
         if any(f) {
-            label(&mut c, app);
+            set(&mut c, app);
             c.quic_version = [&o, &r].into_iter().find_map(|h| match h {
                 Some(Hint::Quic(v)) => Some(quic_version_name(*v)),
                 Some(Hint::GQuic(v)) => Some(String::from_utf8_lossy(v).into_owned()),
@@ -230,13 +228,13 @@ pub fn decide(
     };
     if let (Some(a), Some(b)) = (ntp(&o), ntp(&r)) {
         if ntp_pair(a, b) {
-            label(&mut c, App::Ntp);
+            set(&mut c, App::Ntp);
             return c;
         }
     }
     // 6. Mail and file transfer.
     if let Some((app, by_port)) = mail(&o, &r, &port) {
-        label(&mut c, app);
+        set(&mut c, app);
         c.by_port = by_port;
         return c;
     }
@@ -244,7 +242,7 @@ pub fn decide(
     if orig.tls().is_some_and(|w| w.is_midstream_tls())
         || resp.tls().is_some_and(|w| w.is_midstream_tls())
     {
-        label(&mut c, App::Tls);
+        set(&mut c, App::Tls);
         c.tls = Some(tls_info(orig, resp, None));
         return c;
     }
@@ -258,12 +256,16 @@ pub fn decide(
     ];
     for (f, app) in weak {
         if any(f) && port(app) {
-            label(&mut c, app);
+            set(&mut c, app);
             c.by_port = true;
             return c;
         }
     }
     c
+}
+
+fn set(c: &mut Classification, app: App) {
+    c.app = app;
 }
 
 /// A request and its reply, or a symmetric exchange.
@@ -364,8 +366,12 @@ fn tls_info(orig: &Evidence, resp: &Evidence, sslv2: Option<u16>) -> TlsInfo {
             !c.session_id.is_empty() && c.session_id == s.session_id
         });
     }
-    // An SSLv2 ClientHello has no walk of its own: the server's counts.
+    // After an SSLv2 ClientHello the client has no walk: the server tells.
     let enc = |e: &Evidence| e.tls().is_some_and(|w| w.encrypted());
-    t.established = (enc(orig) || sslv2.is_some() && !orig.is_empty()) && enc(resp);
+    t.established = if sslv2.is_some() {
+        enc(orig) || enc(resp)
+    } else {
+        enc(orig) && enc(resp)
+    };
     t
 }

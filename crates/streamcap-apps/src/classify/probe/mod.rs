@@ -10,7 +10,7 @@
 //! - [`text`]: line-based protocols (HTTP, SIP, SSH, SMTP, FTP, POP3, IMAP).
 //! - [`binary`]: binary TCP protocols (SMB, RDP, BitTorrent, MQTT, Redis,
 //!   PostgreSQL, MySQL, DNS over TCP, the SSLv2 ClientHello).
-//! - [`datagram`]: UDP protocols (DNS, QUIC, NTP, DHCP, SIP, BitTorrent DHT).
+//! - [`datagram`](mod@datagram): UDP protocols (DNS, QUIC, NTP, DHCP, SIP, BitTorrent DHT).
 
 pub mod binary;
 pub mod datagram;

@@ -51,7 +51,7 @@ const REQUEST_LINE: usize = 1024;
 
 /// `METHOD SP target SP version`: HTTP/1.x, HTTP/2.0 (the `PRI` preface)
 /// or SIP/2.0, the line complete. Also HTTP/0.9's `GET /path` line, and
-/// an HTTP method with a path longer than [`REQUEST_LINE`] (read up to
+/// an HTTP method with a path longer than `REQUEST_LINE` (1 KiB, read up to
 /// there: some requests are attacks on long paths).
 pub fn request_line(buf: &[u8]) -> Verdict {
     const VERSIONS: [(&[u8], bool); 5] = [
