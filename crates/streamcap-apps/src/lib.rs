@@ -5,6 +5,10 @@
 //! - [`nids`]: signature matching with Suricata/Snort content rules over
 //!   TCP streams and UDP datagrams, alerts as Suricata's EVE JSON or
 //!   `fast.log`.
+//! - [`classify`]: layer-7 traffic classification (Scap §VII-C): each
+//!   connection's application protocol from the first bytes of each
+//!   direction, which is then discarded.
+//! - [`logs`]: Zeek's `dns.log` and `ssl.log`, as JSON or TSV.
 //! - [`compose`]: several applications on one capture and one
 //!   reassembly, each with its own cutoff.
 //! - [`conn_id`]: the connection names (Zeek `uid`, EVE `flow_id`) every
@@ -12,8 +16,10 @@
 
 #![warn(missing_docs)]
 
+pub mod classify;
 pub mod compose;
 pub mod conn_id;
+pub mod logs;
 pub mod nids;
 
 /// Says why a unit test (or part of one) does not run, straight to the
