@@ -45,10 +45,12 @@
 
 #![warn(missing_docs)]
 
+pub mod apps;
 pub mod attack;
 pub mod campus;
 pub mod capture;
 pub mod fuzz_seeds;
+pub mod http;
 pub mod nids;
 pub mod packet;
 pub mod pcap;
@@ -59,9 +61,11 @@ pub mod truth;
 pub mod tunnel;
 pub mod udp;
 
+pub use apps::{AppFlow, AppsConfig, AppsTrace, Label};
 pub use attack::{AttackStats, Profile};
 pub use campus::{Campus, CampusConfig, CampusFlowTruth, CampusStats};
 pub use capture::{Capture, Direction, FlowGenerator, GeneratedFlow, WirePacket};
+pub use http::{HttpConfig, HttpTrace, Transaction};
 pub use nids::{NidsConfig, NidsTrace, Occurrence};
 pub use packet::{FragmentOrder, LinkSpec, Vlan};
 pub use pcap::{LinkType, PcapConfig, PcapWriter, TsResolution};
