@@ -173,7 +173,7 @@ pub(super) fn mqtt(_ctx: &Ctx, rng: &mut SplitMix64) -> Dialog {
     );
     mqtt_str(&mut c, &client_id);
     if auth {
-        mqtt_str(&mut c, *rng.pick(USERS));
+        mqtt_str(&mut c, rng.pick::<&str>(USERS));
         mqtt_str(&mut c, &alnum(rng, 12));
     }
     d.push(C, mqtt_packet(0x10, &c));

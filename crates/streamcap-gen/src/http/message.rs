@@ -137,7 +137,7 @@ pub(super) fn text_entity(rng: &mut SplitMix64, n: usize, json: bool) -> Vec<u8>
         String::from("<!DOCTYPE html>\n<html><body><p>")
     };
     while s.len() < n {
-        s.push_str(*rng.pick(WORDS));
+        s.push_str(rng.pick::<&str>(WORDS));
         s.push(' ');
     }
     let mut v = s.into_bytes();

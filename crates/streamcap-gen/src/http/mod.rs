@@ -66,6 +66,7 @@
 
 mod conn;
 mod message;
+mod plan;
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
