@@ -60,12 +60,12 @@ pub(super) fn dns(ctx: &Ctx, rng: &mut SplitMix64) -> Dialog {
 const NTP_SECS: u32 = 3_923_640_000;
 
 /// NTP client/server exchanges: 48-byte mode 3 requests and mode 4
-/// replies (version 4, sometimes 3); the client uses port 123 itself
-/// sometimes (as ntpd does).
+/// replies (version 4, sometimes 3); a client talking to port 123 uses
+/// port 123 itself sometimes (as ntpd does).
 pub(super) fn ntp(ctx: &mut Ctx, rng: &mut SplitMix64) -> Dialog {
     let v3 = rng.chance(1, 5);
     let vn: u8 = if v3 { 3 } else { 4 };
-    if rng.chance(1, 3) {
+    if ctx.server.port() == 123 && rng.chance(1, 3) {
         ctx.client.set_port(123);
     }
     let mut d = Dialog::new(format!("v{vn}"));

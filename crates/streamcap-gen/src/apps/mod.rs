@@ -20,8 +20,8 @@
 //! random protected payloads: the Initial cannot be decrypted, so no SNI is
 //! expected from it. [`AppFlow::variant`] names the scenario of each flow.
 //!
-//! About [`AppsConfig::nonstandard`] of the labelled flows (30 % by
-//! default, exactly rounded) use a **non-standard server port**: half a
+//! A share [`AppsConfig::nonstandard`] of the labelled flows (30 % by
+//! default, rounded to whole flows) use a **non-standard server port**: half a
 //! random port in 1024–32767 that is no label's well-known port, half the
 //! well-known port of another label over the same transport (SSH on 443,
 //! HTTP on 25, …), so that a port-based classifier fails on them. DHCP
@@ -30,9 +30,13 @@
 //! Client ports are in 32768–60999 (except DHCP's 67/68 and NTP clients
 //! that use 123).
 //!
-//! With enough flows (at least 43), every label appears on a standard
-//! port and (but DHCP) on a non-standard one, and every `unknown` variant
-//! appears.
+//! With enough flows (at least 41), every label appears on a standard
+//! port and (but DHCP) on a non-standard one, and each kind of `unknown`
+//! flow (random and text, over TCP and UDP) appears: these flows are
+//! placed first, then the others are drawn at random (HTTP and TLS twice
+//! as often as most labels, DNS one and a half times), and the order is
+//! shuffled. With a small non-standard share the forced non-standard flows
+//! may exceed it; with 0 there are none.
 //!
 //! # The truth
 //!

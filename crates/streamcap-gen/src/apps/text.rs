@@ -333,7 +333,9 @@ pub(super) fn pop3(_ctx: &Ctx, rng: &mut SplitMix64) -> Dialog {
 pub(super) fn sip(ctx: &Ctx, rng: &mut SplitMix64) -> Dialog {
     let domain = *rng.pick(&["example.org", "voip.example.net", "pbx.campus.example.edu"]);
     let user = *rng.pick(USERS);
-    let callee = *rng.pick(USERS);
+    let kind = rng.below(3);
+    // REGISTER names the registering user in To.
+    let callee = if kind == 1 { user } else { *rng.pick(USERS) };
     let cip = ctx.client.ip();
     let via_host = ctx.client.to_string();
     let tr = ctx.transport();
@@ -352,16 +354,28 @@ pub(super) fn sip(ctx: &Ctx, rng: &mut SplitMix64) -> Dialog {
         "FPBX-16.0.40(18.20.0)",
         "Kamailio (5.7.3)",
     ]);
-    let msg =
-        |start: &str, cseq: &str, extra: &str, to_tag: bool, body: &str| {
-            format!(
-            "{start}\r\nVia: SIP/2.0/{tr} {via_host};branch={branch};rport\r\nMax-Forwards: 70\r\n\
+    let msg = |start: &str, cseq: &str, extra: &str, to_tag: bool, body: &str| {
+        // Responses echo the Via with the address the request came from.
+        let (via_params, hops) = if start.starts_with("SIP/2.0 ") {
+            (
+                format!("rport={};received={}", ctx.client.port(), cip),
+                String::new(),
+            )
+        } else {
+            ("rport".to_string(), "Max-Forwards: 70\r\n".to_string())
+        };
+        format!(
+            "{start}\r\nVia: SIP/2.0/{tr} {via_host};branch={branch};{via_params}\r\n{hops}\
              From: \"{user}\" <sip:{user}@{domain}>;tag={ftag}\r\nTo: <sip:{callee}@{domain}>{}\r\n\
              Call-ID: {call_id}\r\nCSeq: {cseq}\r\n{extra}Content-Length: {}\r\n\r\n{body}",
-            if to_tag { format!(";tag={ttag}") } else { String::new() },
+            if to_tag {
+                format!(";tag={ttag}")
+            } else {
+                String::new()
+            },
             body.len()
         )
-        };
+    };
     let sdp = |who: &str, ip: std::net::IpAddr, port: u64| {
         format!(
             "v=0\r\no={who} {0} {0} IN {fam} {ip}\r\ns=Talk\r\nc=IN {fam} {ip}\r\nt=0 0\r\n\
@@ -377,7 +391,7 @@ pub(super) fn sip(ctx: &Ctx, rng: &mut SplitMix64) -> Dialog {
     );
     let server_hdrs = format!("Server: {server_ua}\r\n");
     let mut d;
-    match rng.below(3) {
+    match kind {
         0 => {
             d = Dialog::new("invite");
             let offer = sdp(user, cip, 2 * rng.range(5000, 15000));

@@ -242,7 +242,7 @@ fn build(
         } else {
             Close::None
         }
-    } else if last.resp_framing == Framing::Close || rng.chance(2, 5) {
+    } else if last.resp_framing == Framing::Close || version == "1.0" || rng.chance(2, 5) {
         Close::Fin { first: S }
     } else {
         Close::Fin { first: C }

@@ -216,19 +216,14 @@ pub(super) fn transactions(server_port: u16, rng: &mut SplitMix64) -> (Vec<Tx>, 
         // The response.
         let (status, reason) = match method {
             "GET" if conditional && rng.chance(3, 4) => (304, "Not Modified"),
-            "GET" | "HEAD" => *rng.pick(&[
-                (200, "OK"),
-                (200, "OK"),
-                (200, "OK"),
-                (200, "OK"),
-                (200, "OK"),
-                (200, "OK"),
-                (404, "Not Found"),
-                (301, "Moved Permanently"),
-                (302, "Found"),
-                (204, "No Content"),
-                (500, "Internal Server Error"),
-            ]),
+            "GET" | "HEAD" => match rng.below(100) {
+                0..=79 => (200, "OK"),
+                80..=86 => (404, "Not Found"),
+                87..=89 => (301, "Moved Permanently"),
+                90..=93 => (302, "Found"),
+                94..=96 => (204, "No Content"),
+                _ => (500, "Internal Server Error"),
+            },
             "POST" => *rng.pick(&[
                 (201, "Created"),
                 (200, "OK"),
@@ -302,7 +297,7 @@ pub(super) fn transactions(server_port: u16, rng: &mut SplitMix64) -> (Vec<Tx>, 
         let mut trailers = Vec::new();
         let resp_framing = if bodyless {
             match (method, status) {
-                ("HEAD", _) if resp_version == "1.1" && rng.chance(1, 5) => {
+                ("HEAD", _) if !v10 && rng.chance(1, 5) => {
                     rf.push(("Transfer-Encoding".into(), "chunked".into()));
                 }
                 ("HEAD", _) => rf.push(("Content-Length".into(), rep.len().to_string())),
@@ -318,7 +313,7 @@ pub(super) fn transactions(server_port: u16, rng: &mut SplitMix64) -> (Vec<Tx>, 
         } else if last && close_last && respond {
             rf.push(("Connection".into(), "close".into()));
             Framing::Close
-        } else if resp_version == "1.1" && rng.chance(3, 10) {
+        } else if !v10 && rng.chance(3, 10) {
             rf.push(("Transfer-Encoding".into(), "chunked".into()));
             if rng.chance(1, 4) {
                 rf.push(("Trailer".into(), "X-Checksum".into()));
