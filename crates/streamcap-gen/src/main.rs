@@ -5,13 +5,17 @@
 //! streamcap-gen campus -o FILE.pcap [--truth FILE.jsonl] [--packets N] [--seed N] ...
 //! streamcap-gen attack --profile NAME -o FILE.pcap [--packets N] [--seed N]
 //! streamcap-gen nids -o FILE.pcap [--truth FILE.jsonl] [--rules FILE.rules] [options]
+//! streamcap-gen apps -o FILE.pcap [--truth FILE.jsonl] [--seed N] [--flows N] [--nonstandard F]
+//! streamcap-gen http -o FILE.pcap [--truth FILE.jsonl] [--seed N] [--connections N]
 //! ```
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use streamcap_gen::apps::{self, AppsConfig};
 use streamcap_gen::attack::{generate_file, Profile};
 use streamcap_gen::campus::timed;
+use streamcap_gen::http::{self, HttpConfig};
 use streamcap_gen::nids::{generate, NidsConfig};
 use streamcap_gen::{sample, Campus, CampusConfig, SAMPLE_DEFAULT_SEED};
 
@@ -20,6 +24,8 @@ usage: streamcap-gen sample -o FILE.pcap [--truth FILE.jsonl] [--seed N]
        streamcap-gen campus -o FILE.pcap [--truth FILE.jsonl] [options]
        streamcap-gen attack --profile NAME -o FILE.pcap [--packets N] [--seed N]
        streamcap-gen nids -o FILE.pcap [--truth FILE.jsonl] [--rules FILE.rules] [options]
+       streamcap-gen apps -o FILE.pcap [--truth FILE.jsonl] [options]
+       streamcap-gen http -o FILE.pcap [--truth FILE.jsonl] [options]
 
 sample: writes the deterministic sample capture (about 40 mixed flows) and,
 optionally, its ground truth as JSON lines. The same seed always produces
@@ -65,7 +71,27 @@ up). Options (defaults in brackets):
   --midstream F      fraction of TCP flows whose handshake precedes the
                      capture [0.15]
   --ipv6 F           fraction of IPv6 flows [0.2]
-  --clean F          fraction of flows without signature [0.15]";
+  --clean F          fraction of flows without signature [0.15]
+
+apps: labelled traffic for an L7 classifier: HTTP, TLS, SSH, DNS, SMTP, FTP,
+IMAP, POP3, QUIC, SMB, RDP, SIP, NTP, DHCP, BitTorrent, MQTT, Redis,
+PostgreSQL, MySQL and `unknown` flows (random bytes, text of no protocol),
+each with its first messages both ways; part of them on non-standard server
+ports. --truth writes one JSON line per flow (5-tuple, label, standard port
+or not, SNI/ALPN, SSH banners, DNS query, HTTP host). Options:
+  --seed N           seed [1]
+  --flows N          flows [600]
+  --nonstandard F    fraction of labelled flows on a non-standard port [0.3]
+  --ipv6 F           fraction of IPv6 flows [0.1]
+
+http: HTTP/1.x connections (persistent, pipelined, chunked with extensions
+and trailers, close-delimited, 1xx, HEAD/204/304, request bodies,
+unanswered requests, heads cut at awkward places). --truth writes one JSON
+line per transaction, after Zeek's http.log. Options:
+  --seed N           seed [1]
+  --connections N    connections [200]
+  --reorder F        fraction of connections with reordered segments [0.1]
+  --ipv6 F           fraction of IPv6 connections [0.1]";
 
 enum Cmd {
     Sample,
@@ -318,8 +344,209 @@ fn run_nids(mut it: impl Iterator<Item = String>) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Options shared by `apps` and `http`: output files and named numbers.
+struct Opts {
+    out: Option<PathBuf>,
+    truth: Option<PathBuf>,
+    values: Vec<(String, String)>,
+}
+
+/// Parses `-o`, `--truth` and `--NAME VALUE` for the names in `allowed`.
+/// `Ok(None)` means help was asked for.
+fn parse_opts(
+    mut it: impl Iterator<Item = String>,
+    allowed: &[&str],
+) -> Result<Option<Opts>, String> {
+    let mut o = Opts {
+        out: None,
+        truth: None,
+        values: Vec::new(),
+    };
+    while let Some(a) = it.next() {
+        let mut value = || it.next().ok_or_else(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "-o" | "--output" => o.out = Some(PathBuf::from(value()?)),
+            "--truth" => o.truth = Some(PathBuf::from(value()?)),
+            "-h" | "--help" => return Ok(None),
+            name if allowed.contains(&name) => {
+                let v = value()?;
+                o.values.push((a.clone(), v));
+            }
+            other => return Err(format!("unexpected argument `{other}`")),
+        }
+    }
+    Ok(Some(o))
+}
+
+fn num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, String> {
+    v.parse()
+        .map_err(|_| format!("invalid value `{v}` for {name}"))
+}
+
+fn fraction(name: &str, v: &str) -> Result<f64, String> {
+    let f: f64 = num(name, v)?;
+    if (0.0..=1.0).contains(&f) {
+        Ok(f)
+    } else {
+        Err(format!("{name} must be between 0 and 1"))
+    }
+}
+
+/// Parses the options of `apps` or `http`; on help or error, the exit code.
+fn sub_opts(
+    it: impl Iterator<Item = String>,
+    allowed: &[&str],
+    apply: &mut dyn FnMut(&str, &str) -> Result<(), String>,
+) -> Result<(PathBuf, Option<PathBuf>), ExitCode> {
+    let res = parse_opts(it, allowed).and_then(|o| {
+        let Some(o) = o else { return Ok(None) };
+        for (k, v) in &o.values {
+            apply(k, v)?;
+        }
+        let out = o.out.ok_or("missing -o FILE")?;
+        Ok(Some((out, o.truth)))
+    });
+    match res {
+        Ok(Some(r)) => Ok(r),
+        Ok(None) => {
+            println!("{USAGE}");
+            Err(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: {e}\n\n{USAGE}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+/// `streamcap-gen apps ...`.
+fn run_apps(it: impl Iterator<Item = String>) -> ExitCode {
+    let mut c = AppsConfig::default();
+    let (out, truth) = match sub_opts(
+        it,
+        &["--seed", "--flows", "--nonstandard", "--ipv6"],
+        &mut |k, v| {
+            match k {
+                "--seed" => c.seed = num(k, v)?,
+                "--flows" => c.flows = num(k, v)?,
+                "--nonstandard" => c.nonstandard = fraction(k, v)?,
+                _ => c.ipv6 = fraction(k, v)?,
+            }
+            Ok(())
+        },
+    ) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let t = std::time::Instant::now();
+    let trace = apps::generate(&c);
+    let secs = t.elapsed().as_secs_f64();
+    if let Err(e) = trace.write_files(&out, truth.as_deref()) {
+        eprintln!("error: writing {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    let st = trace.stats();
+    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "wrote {} (seed {}): {} flows ({} TCP), {} packets, {:.2} MB; generated in {secs:.2} s",
+        out.display(),
+        c.seed,
+        st.flows,
+        st.tcp_flows,
+        st.packets,
+        size as f64 / 1e6
+    );
+    eprintln!(
+        "{} labelled flows, {} ({:.1} %) on a non-standard port; {} flows where the port \
+         misleads a port-based classifier",
+        st.labelled,
+        st.nonstandard,
+        100.0 * st.nonstandard as f64 / st.labelled.max(1) as f64,
+        st.port_misleading
+    );
+    let per: Vec<String> = st
+        .per_label
+        .iter()
+        .map(|(l, n)| {
+            let ns = st.nonstandard_per_label.get(l).copied().unwrap_or(0);
+            format!("{l}:{n}/{ns}")
+        })
+        .collect();
+    eprintln!("flows per label (all/non-standard): {}", per.join(" "));
+    ExitCode::SUCCESS
+}
+
+/// `streamcap-gen http ...`.
+fn run_http(it: impl Iterator<Item = String>) -> ExitCode {
+    let mut c = HttpConfig::default();
+    let (out, truth) = match sub_opts(
+        it,
+        &["--seed", "--connections", "--reorder", "--ipv6"],
+        &mut |k, v| {
+            match k {
+                "--seed" => c.seed = num(k, v)?,
+                "--connections" => c.connections = num(k, v)?,
+                "--reorder" => c.reorder = fraction(k, v)?,
+                _ => c.ipv6 = fraction(k, v)?,
+            }
+            Ok(())
+        },
+    ) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let t = std::time::Instant::now();
+    let trace = http::generate(&c);
+    let secs = t.elapsed().as_secs_f64();
+    if let Err(e) = trace.write_files(&out, truth.as_deref()) {
+        eprintln!("error: writing {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    let st = trace.stats();
+    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+    eprintln!(
+        "wrote {} (seed {}): {} connections ({} reordered), {} packets, {:.2} MB; generated in \
+         {secs:.2} s",
+        out.display(),
+        c.seed,
+        st.connections,
+        st.reordered,
+        st.packets,
+        size as f64 / 1e6
+    );
+    eprintln!(
+        "{} transactions: {} pipelined, {} chunked responses, {} chunked requests, {} \
+         close-delimited, {} with 1xx, {} unanswered, {} HEAD, {} 204/304, {} request bodies; \
+         heads over several segments: {} requests, {} responses",
+        st.transactions,
+        st.pipelined,
+        st.chunked,
+        st.request_chunked,
+        st.close_delimited,
+        st.informational,
+        st.unanswered,
+        st.head,
+        st.no_content,
+        st.request_bodies,
+        st.split_request_heads,
+        st.split_response_heads
+    );
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let mut argv = std::env::args().skip(1).peekable();
+    match argv.peek().map(String::as_str) {
+        Some("apps") => {
+            argv.next();
+            return run_apps(argv);
+        }
+        Some("http") => {
+            argv.next();
+            return run_http(argv);
+        }
+        _ => {}
+    }
     if argv.peek().map(String::as_str) == Some("attack") {
         argv.next();
         return run_attack(argv);

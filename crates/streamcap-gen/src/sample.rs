@@ -620,13 +620,13 @@ pub(crate) fn u16be(v: usize) -> [u8; 2] {
     (v as u16).to_be_bytes()
 }
 
-fn tls_ext(out: &mut Vec<u8>, ty: u16, data: &[u8]) {
+pub(crate) fn tls_ext(out: &mut Vec<u8>, ty: u16, data: &[u8]) {
     out.extend_from_slice(&ty.to_be_bytes());
     out.extend_from_slice(&u16be(data.len()));
     out.extend_from_slice(data);
 }
 
-fn tls_record(ty: u8, legacy: [u8; 2], handshake_type: u8, body: &[u8]) -> Vec<u8> {
+pub(crate) fn tls_record(ty: u8, legacy: [u8; 2], handshake_type: u8, body: &[u8]) -> Vec<u8> {
     let mut hs = vec![handshake_type];
     hs.extend_from_slice(&(body.len() as u32).to_be_bytes()[1..]);
     hs.extend_from_slice(body);
@@ -767,7 +767,7 @@ pub(crate) fn ssh_kexinit(rng: &mut SplitMix64, client: bool) -> Vec<u8> {
     ssh_packet(rng, &p)
 }
 
-fn dns_name(out: &mut Vec<u8>, name: &str) {
+pub(crate) fn dns_name(out: &mut Vec<u8>, name: &str) {
     for label in name.split('.') {
         out.push(label.len() as u8);
         out.extend_from_slice(label.as_bytes());

@@ -78,7 +78,7 @@ pub(super) fn host_name(idx: u64) -> String {
 }
 
 /// HTTP date of a Unix timestamp (seconds).
-pub(super) fn http_date(secs: u64) -> String {
+pub(crate) fn http_date(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     // Civil-from-days (Howard Hinnant).

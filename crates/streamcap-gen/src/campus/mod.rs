@@ -36,6 +36,8 @@ mod payload;
 mod scripts;
 mod wire;
 
+pub(crate) use generator::http_date;
+
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::SocketAddr;
