@@ -7,6 +7,8 @@
 
 use sha2::{Digest, Sha256};
 use std::net::IpAddr;
+use streamcap::deliver::{FlowEnd, Stream};
+use streamcap::flow::Direction;
 use streamcap::Timestamp;
 
 /// What identifies one connection of a run.
@@ -29,6 +31,47 @@ pub struct ConnId {
 }
 
 impl ConnId {
+    /// The connection of a stream, from inside a callback: its first
+    /// packet is the earlier start of the two directions (the other's
+    /// descriptor is built for it).
+    pub fn of_stream<S>(s: &Stream<'_, S>) -> ConnId {
+        let info = s.info();
+        let opp = s.opposite();
+        let first = if opp.created {
+            info.start.min(opp.start)
+        } else {
+            info.start
+        };
+        let (orig, resp) = match info.direction {
+            Direction::Orig => (s.src(), s.dst()),
+            Direction::Resp => (s.dst(), s.src()),
+        };
+        let key = s.key();
+        ConnId {
+            first,
+            proto: s.proto(),
+            orig,
+            resp,
+            vlan_key: key.vlan_key(),
+            conn_id: info.conn_id,
+            tunnel: key.tunnel().map(|t| t.to_string()),
+        }
+    }
+
+    /// The connection that ended.
+    pub fn of_flow<S>(fe: &FlowEnd<'_, S>) -> ConnId {
+        let key = fe.key();
+        ConnId {
+            first: fe.first_ts(),
+            proto: fe.proto(),
+            orig: fe.orig_endpoint(),
+            resp: fe.resp_endpoint(),
+            vlan_key: key.vlan_key(),
+            conn_id: fe.stream(Direction::Orig).conn_id,
+            tunnel: key.tunnel().map(|t| t.to_string()),
+        }
+    }
+
     fn digest(&self) -> [u8; 32] {
         let mut h = Sha256::new();
         h.update(self.first.as_nanos().to_be_bytes());

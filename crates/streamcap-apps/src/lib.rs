@@ -11,6 +11,7 @@
 //! - [`logs`]: Zeek's `dns.log` and `ssl.log`, as JSON or TSV.
 //! - [`compose`]: several applications on one capture and one
 //!   reassembly, each with its own cutoff.
+//! - [`sink`]: where applications' records go.
 //! - [`conn_id`]: the connection names (Zeek `uid`, EVE `flow_id`) every
 //!   application's records share.
 
@@ -21,6 +22,7 @@ pub mod compose;
 pub mod conn_id;
 pub mod logs;
 pub mod nids;
+pub mod sink;
 
 /// Says why a unit test (or part of one) does not run, straight to the
 /// process's stderr: the test harness captures `eprintln!`.

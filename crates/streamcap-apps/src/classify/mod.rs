@@ -51,12 +51,14 @@
 pub mod app;
 pub mod decide;
 pub mod evidence;
+pub mod handler;
 pub mod probe;
 pub mod tls;
 
 pub use app::{App, Transport};
 pub use decide::{decide, quic_version_name, Classification, TlsInfo};
 pub use evidence::{Evidence, Progress, MAX_DATAGRAMS};
+pub use handler::{Classify, ClassifyStats, LabelTotals};
 pub use tls::TLS_WALK_LIMIT;
 
 use streamcap::deliver::{Delivery, Stream};

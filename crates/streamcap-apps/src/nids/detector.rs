@@ -549,17 +549,6 @@ fn flow_ok<S>(f: &super::rule::FlowOptions, s: &Stream<'_, S>) -> bool {
 /// The alert of rule `ri` on stream `s` at stream offset `at`.
 fn alert_of<S>(s: &Stream<'_, S>, ri: u32, at: u64, datagram: Option<u64>) -> Alert {
     let info = s.info();
-    let opp = s.opposite();
-    let first = if opp.created {
-        info.start.min(opp.start)
-    } else {
-        info.start
-    };
-    let (orig, resp) = match info.direction {
-        Direction::Orig => (s.src(), s.dst()),
-        Direction::Resp => (s.dst(), s.src()),
-    };
-    let key = s.key();
     Alert {
         rule: ri,
         ts: info.end,
@@ -569,16 +558,8 @@ fn alert_of<S>(s: &Stream<'_, S>, ri: u32, at: u64, datagram: Option<u64>) -> Al
         direction: info.direction,
         stream_offset: at,
         datagram_offset: datagram,
-        conn: ConnId {
-            first,
-            proto: s.proto(),
-            orig,
-            resp,
-            vlan_key: key.vlan_key(),
-            conn_id: info.conn_id,
-            tunnel: key.tunnel().map(|t| t.to_string()),
-        },
-        vlan: key.vlan(),
+        conn: ConnId::of_stream(s),
+        vlan: s.key().vlan(),
     }
 }
 

@@ -34,12 +34,14 @@
 //! (megabytes for a 12-byte datagram); `hickory-proto` needs a newer Rust
 //! than this workspace's and brings `url`, `idna`, `rand` and `tracing`.
 
+pub mod app;
 pub mod framing;
 pub mod log;
 pub mod message;
 pub mod names;
 pub mod wire;
 
+pub use app::{DnsDir, DnsLog, DnsStats};
 pub use framing::TcpDnsFramer;
 pub use log::{tsv_header, DnsFlow, DnsProto, DnsRecord, FIELDS, TYPES};
 pub use message::{Answer, Message};
