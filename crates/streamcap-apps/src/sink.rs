@@ -6,6 +6,11 @@
 pub trait Records<R> {
     /// One record.
     fn record(&mut self, r: R);
+    /// Whether records are wanted at all (an application need not build
+    /// the records of a sink that drops them).
+    fn active(&self) -> bool {
+        true
+    }
 }
 
 impl<R> Records<R> for Vec<R> {
@@ -17,6 +22,21 @@ impl<R> Records<R> for Vec<R> {
 /// Drops every record.
 impl<R> Records<R> for () {
     fn record(&mut self, _: R) {}
+    fn active(&self) -> bool {
+        false
+    }
+}
+
+/// Records to a sink that may be absent (dropped when it is).
+impl<R, K: Records<R>> Records<R> for Option<K> {
+    fn record(&mut self, r: R) {
+        if let Some(k) = self {
+            k.record(r);
+        }
+    }
+    fn active(&self) -> bool {
+        self.as_ref().is_some_and(K::active)
+    }
 }
 
 /// A [`Records`] sink made of a closure.

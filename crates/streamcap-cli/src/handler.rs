@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 const LIVE_FLUSH: Duration = Duration::from_secs(1);
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
 use streamcap::flow::Direction;
+use streamcap_apps::compose::{App, Notes, Reply, Want};
 
 /// Per-direction state (the engine's per-stream user state). It lives inline
 /// in every tracked connection, so it is kept to one pointer: what it holds
@@ -148,10 +149,11 @@ impl CliHandler {
         }
     }
 
-    fn write_chunk(
+    fn write_chunk<S>(
         &mut self,
         dir: &Path,
-        s: &mut Stream<'_, DirState>,
+        s: &Stream<'_, S>,
+        st: &mut DirState,
         c: &Chunk<'_>,
     ) -> Result<(), (String, io::Error)> {
         let data = c.new_data();
@@ -159,7 +161,7 @@ impl CliHandler {
             return Ok(());
         }
         let offset = c.offset + c.new_from as u64;
-        let mut file = match s.state().file() {
+        let mut file = match st.file() {
             Some(name) => {
                 let p = dir.join(&*name);
                 OpenOptions::new()
@@ -172,12 +174,12 @@ impl CliHandler {
                 let (dst, dport) = s.dst();
                 let base = tcpflow::flow_name(src, sport, dst, dport, s.key().vlan());
                 let (name, f) = create_unique(dir, &base)?;
-                s.state().extra().file = Some(name.into_boxed_str());
+                st.extra().file = Some(name.into_boxed_str());
                 self.files += 1;
                 f
             }
         };
-        let name = s.state().file().unwrap_or_default();
+        let name = st.file().unwrap_or_default();
         let name = &*name;
         let res = file
             .seek(SeekFrom::Start(offset))
@@ -213,11 +215,30 @@ impl Handler for CliHandler {
     const WANTS_ON_CLOSE: bool = false;
 
     fn on_data(&mut self, s: &mut Stream<'_, DirState>, c: &Chunk<'_>) {
+        let mut st = std::mem::take(s.state());
+        self.data(s, &mut st, c);
+        *s.state() = st;
+    }
+
+    /// Live capture: records reach the output within about a second.
+    fn on_tick(&mut self) {
+        self.tick();
+    }
+
+    fn on_flow_end(&mut self, fe: &mut FlowEnd<'_, DirState>) {
+        let mut orig = std::mem::take(fe.state(Direction::Orig));
+        let mut resp = std::mem::take(fe.state(Direction::Resp));
+        self.record(fe, &mut orig, &mut resp, &Notes::default());
+    }
+}
+
+impl CliHandler {
+    /// A chunk: into the digest, into the stream file.
+    fn data<S>(&mut self, s: &Stream<'_, S>, st: &mut DirState, c: &Chunk<'_>) {
         let data = c.new_data();
         self.delivered += data.len() as u64;
         if self.digest {
-            s.state()
-                .extra()
+            st.extra()
                 .hasher
                 .get_or_insert_with(Sha256::new)
                 .update(data);
@@ -226,7 +247,7 @@ impl Handler for CliHandler {
             if self.failed() {
                 return;
             }
-            if let Err((p, e)) = self.write_chunk(&dir, s, c) {
+            if let Err((p, e)) = self.write_chunk(&dir, s, st, c) {
                 self.fail(p, e);
             }
         } else {
@@ -234,8 +255,8 @@ impl Handler for CliHandler {
         }
     }
 
-    /// Live capture: records reach the output within about a second.
-    fn on_tick(&mut self) {
+    /// Live capture: hands the records over about once a second.
+    fn tick(&mut self) {
         if self.last_flush.elapsed() < LIVE_FLUSH || self.failed() {
             return;
         }
@@ -250,13 +271,22 @@ impl Handler for CliHandler {
         }
     }
 
-    fn on_flow_end(&mut self, fe: &mut FlowEnd<'_, DirState>) {
+    /// The connection's record, with what the other applications noted.
+    fn record<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        orig: &mut DirState,
+        resp: &mut DirState,
+        notes: &Notes,
+    ) {
         if self.failed() {
             return;
         }
         let mut r = FlowRecord::from_flow(fe);
-        for dir in [Direction::Orig, Direction::Resp] {
-            let extra = fe.state(dir).extra.take().map(|x| *x).unwrap_or_default();
+        r.app = notes.app;
+        r.extra.service = notes.service;
+        for (dir, st) in [(Direction::Orig, orig), (Direction::Resp, resp)] {
+            let extra = st.extra.take().map(|x| *x).unwrap_or_default();
             let sha = if self.digest {
                 let h = extra.hasher.unwrap_or_default();
                 Some(hex::encode(h.finalize()))
@@ -283,6 +313,40 @@ impl Handler for CliHandler {
                 self.fail(p, e);
             }
         }
+    }
+}
+
+/// The flow records as one application among several (`--app`, `run`):
+/// bytes are wanted only for digests and stream files; the record gets
+/// the label the classifier noted.
+impl App for CliHandler {
+    type State = DirState;
+
+    fn start<S>(&mut self, _: &Stream<'_, S>, _: &mut DirState) -> Want {
+        if self.digest || self.dir.is_some() {
+            Want::All
+        } else {
+            Want::Nothing
+        }
+    }
+
+    fn data<S>(&mut self, s: &Stream<'_, S>, st: &mut DirState, c: &Chunk<'_>) -> Reply {
+        CliHandler::data(self, s, st, c);
+        Want::All.into()
+    }
+
+    fn flow_end<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        orig: &mut DirState,
+        resp: &mut DirState,
+        notes: &mut Notes,
+    ) {
+        self.record(fe, orig, resp, notes);
+    }
+
+    fn tick(&mut self) {
+        CliHandler::tick(self);
     }
 }
 

@@ -220,6 +220,8 @@ pub(crate) fn run<A: RunApp>(
         kernel: Some((kernel.packets, kernel.drops, kernel.freeze_count)),
         analysis: report.analysis.take(),
         nids: report.nids.take(),
+        classify: report.classify.take(),
+        dns_records: report.dns_records.take(),
         wall,
     };
     let source = format!("interface {iface}");

@@ -1,6 +1,7 @@
 //! `streamcap`: flow records and reassembled streams from capture files and
 //! live interfaces.
 
+mod apps;
 mod args;
 mod community_id;
 mod handler;
@@ -150,6 +151,13 @@ struct FlowsArgs {
     /// Record format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
+    /// Name each connection's application protocol from its first bytes
+    /// (`"app"` in JSON and CSV, `service` in conn.log; per-label totals in
+    /// the summary): http, tls, ssh, dns, smtp, ftp, imap, pop3, quic, smb,
+    /// rdp, sip, ntp, dhcp, bittorrent, mqtt, redis, postgresql, mysql or
+    /// unknown. Only the first bytes of each direction are copied.
+    #[arg(long)]
+    app: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -393,10 +401,18 @@ fn dispatch(cmd: Cmd) -> ExitCode {
         Cmd::Demo { out } => demo(out),
         Cmd::Replay(a) => replay::run(a),
         Cmd::Nids(a) => nids::run(a),
+        Cmd::Flows(a) if a.app => {
+            let choice = apps::AppChoice {
+                classify: Some(u64::MAX),
+                flows: Some((u64::MAX, a.format, a.digest)),
+                ..apps::AppChoice::default()
+            };
+            run::run(a.common, None, |c, _| apps::AppSet::open(c, choice))
+        }
         Cmd::Flows(a) => {
             let (format, digest) = (a.format, a.digest);
             run::run(a.common, None, |c, dir| {
-                run::Outputs::open(c, format, digest, false, dir)
+                run::Outputs::open(c, format, digest, false, dir, false)
             })
         }
         Cmd::Streams(a) => {
@@ -410,7 +426,7 @@ fn dispatch(cmd: Cmd) -> ExitCode {
             let dir = a.dir.map(|path| paths::OutDir { path, mode });
             let format = a.format;
             run::run(a.common, dir, |c, dir| {
-                run::Outputs::open(c, format, false, true, dir)
+                run::Outputs::open(c, format, false, true, dir, false)
             })
         }
     }

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
+use streamcap_apps::compose::{self, Notes, Reply, Want};
 use streamcap_apps::nids::alert::{write_eve, write_fast};
 use streamcap_apps::nids::ruleset::{DEFAULT_WINDOW, MAX_WINDOW};
 use streamcap_apps::nids::{
@@ -217,7 +218,7 @@ fn report_rejected(errors: &[RuleError], all: bool) {
 }
 
 /// The alerts' output and the rule set the workers share.
-struct NidsApp {
+pub(crate) struct NidsApp {
     set: Arc<RuleSet>,
     format: AlertFormat,
     out: SharedOutput,
@@ -245,6 +246,7 @@ impl NidsApp {
             format: Format::Json,
             files: false,
             community_seed: 0,
+            app: false,
         };
         let out = SharedOutput::spawn("alerts", raw, unused)
             .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
@@ -374,7 +376,7 @@ fn per_signature<'a>(
     v
 }
 
-fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     let n = n as f64;
     if n >= 1e9 {
         format!("{:.2} G", n / 1e9)
@@ -458,6 +460,41 @@ impl Handler for NidsCli {
             self.last_flush = Instant::now();
             self.nids.sink.hand_over(true);
         }
+    }
+}
+
+/// The NIDS among other applications (`run --with nids=RULES`).
+impl compose::App for NidsCli {
+    type State = NidsState;
+
+    fn datagrams(&self) -> bool {
+        true
+    }
+
+    fn start<S>(&mut self, s: &Stream<'_, S>, st: &mut NidsState) -> Want {
+        compose::App::start(&mut self.nids, s, st)
+    }
+
+    fn data<S>(&mut self, s: &Stream<'_, S>, st: &mut NidsState, chunk: &Chunk<'_>) -> Reply {
+        compose::App::data(&mut self.nids, s, st, chunk)
+    }
+
+    fn close<S>(&mut self, s: &Stream<'_, S>, st: &mut NidsState) {
+        compose::App::close(&mut self.nids, s, st);
+    }
+
+    fn flow_end<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        o: &mut NidsState,
+        r: &mut NidsState,
+        notes: &mut Notes,
+    ) {
+        compose::App::flow_end(&mut self.nids, fe, o, r, notes);
+    }
+
+    fn tick(&mut self) {
+        Handler::on_tick(self);
     }
 }
 

@@ -26,8 +26,9 @@ const DIR_FIELDS: [&str; 8] = [
     "sha256",
 ];
 
-/// The CSV header row (no newline). `files` adds `orig_file` / `resp_file`.
-pub fn csv_header(files: bool) -> String {
+/// The CSV header row (no newline). `files` adds `orig_file` /
+/// `resp_file`, `app` the classifier's `app` column.
+pub fn csv_header(files: bool, app: bool) -> String {
     let mut h: Vec<String> = [
         "ts", "last_ts", "proto", "src_ip", "src_port", "dst_ip", "dst_port", "vlan",
     ]
@@ -46,6 +47,9 @@ pub fn csv_header(files: bool) -> String {
     h.push("end".into());
     h.push("errors".into());
     h.push("tunnel".into());
+    if app {
+        h.push("app".into());
+    }
     h.push("community_id".into());
     h.join(",")
 }
@@ -71,7 +75,7 @@ fn csv_dir(out: &mut Vec<String>, d: &DirRecord, files: bool) {
 
 /// One CSV row (no newline). Empty cells stand for null. `community_id`
 /// is the record's Community ID (see [`crate::community_id::of_record`]).
-pub fn csv_row(r: &FlowRecord, files: bool, community_id: Option<&str>) -> String {
+pub fn csv_row(r: &FlowRecord, files: bool, app: bool, community_id: Option<&str>) -> String {
     let mut v = vec![
         r.ts.text(),
         r.last_ts.text(),
@@ -87,6 +91,9 @@ pub fn csv_row(r: &FlowRecord, files: bool, community_id: Option<&str>) -> Strin
     v.push(r.end.to_string());
     v.push(r.errors.names().collect::<Vec<_>>().join(";"));
     v.push(r.tunnel.clone().unwrap_or_default());
+    if app {
+        v.push(r.app.unwrap_or_default().to_string());
+    }
     v.push(community_id.unwrap_or_default().to_string());
     v.join(",")
 }
@@ -101,6 +108,8 @@ pub struct RecordFormat {
     pub files: bool,
     /// The seed of the records' Community IDs (`--community-id-seed`).
     pub community_seed: u16,
+    /// The records carry the classifier's label (`--app`): a CSV column.
+    pub app: bool,
 }
 
 impl RecordFormat {
@@ -116,7 +125,7 @@ impl RecordFormat {
                 out.push(b'\n');
             }
             Format::Csv => {
-                out.extend_from_slice(csv_row(r, self.files, cid).as_bytes());
+                out.extend_from_slice(csv_row(r, self.files, self.app, cid).as_bytes());
                 out.push(b'\n');
             }
             Format::Zeek => out.extend_from_slice(zeek::line(r, cid).as_bytes()),
@@ -158,7 +167,11 @@ impl FramingWriter {
         self.started = true;
         match self.format.format {
             Format::Json => Ok(()),
-            Format::Csv => writeln!(self.out, "{}", csv_header(self.format.files)),
+            Format::Csv => writeln!(
+                self.out,
+                "{}",
+                csv_header(self.format.files, self.format.app)
+            ),
             Format::Zeek => self
                 .out
                 .write_all(zeek::header(&zeek::log_time(now_secs())).as_bytes()),
@@ -188,13 +201,13 @@ mod tests {
     #[test]
     fn csv_header_row() {
         assert_eq!(
-            csv_header(false),
+            csv_header(false, false),
             "ts,last_ts,proto,src_ip,src_port,dst_ip,dst_port,vlan,\
 orig_pkts,orig_bytes,orig_stream_bytes,orig_captured,orig_discarded,orig_dropped,orig_missing,orig_sha256,orig_priority,\
 resp_pkts,resp_bytes,resp_stream_bytes,resp_captured,resp_discarded,resp_dropped,resp_missing,resp_sha256,resp_priority,\
 end,errors,tunnel,community_id"
         );
-        let h = csv_header(true);
+        let h = csv_header(true, false);
         assert!(h.contains(",orig_sha256,orig_file,orig_priority,resp_pkts,"));
         assert!(h.ends_with(",resp_sha256,resp_file,resp_priority,end,errors,tunnel,community_id"));
     }

@@ -135,6 +135,10 @@ pub struct FlowRecord {
     /// (`streamcap::flow::Tunnel`'s text); absent outside tunnels.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tunnel: Option<String>,
+    /// The application protocol the classifier found (`--app`); absent
+    /// when the run did not classify.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<&'static str>,
     /// Not serialised: data for the zeek format.
     #[serde(skip)]
     pub extra: Extra,
@@ -154,6 +158,8 @@ pub struct Extra {
     pub conn_id: u64,
     /// The folded VLAN key (for the uid).
     pub vlan_key: u32,
+    /// Zeek's `service` name of the classifier's label.
+    pub service: Option<&'static str>,
 }
 
 /// Zeek-style history letters, kept inline (a record is built per
@@ -211,10 +217,12 @@ impl FlowRecord {
             end: fe.end_reason().name(),
             errors: o.errors.union(r.errors),
             tunnel: fe.key().tunnel().map(|t| t.to_string()),
+            app: None,
             extra: Extra {
                 history: History::new(fe.history()),
                 conn_id: o.conn_id,
                 vlan_key: fe.key().vlan_key(),
+                service: None,
             },
         }
     }
@@ -282,6 +290,11 @@ pub fn write_json(r: &FlowRecord, community_id: Option<&str>, out: &mut Vec<u8>)
     if let Some(t) = &r.tunnel {
         w.put(b",\"tunnel\":");
         w.str(t);
+    }
+    if let Some(a) = r.app {
+        w.put(b",\"app\":");
+        // Labels are the classifier's fixed lowercase names.
+        w.plain_str(a);
     }
     w.put(b",\"community_id\":");
     // "1:" and base64: nothing to escape.

@@ -199,6 +199,7 @@ fn jsonl(community_seed: u16) -> RecordFormat {
         format: Format::Json,
         files: true,
         community_seed,
+        app: false,
     }
 }
 
@@ -229,6 +230,7 @@ impl Outputs {
         digest: bool,
         streams: bool,
         dir: Option<OutDir>,
+        app: bool,
     ) -> Result<Outputs, String> {
         if let Some(d) = &dir {
             paths::clear_ours(d)?;
@@ -246,6 +248,7 @@ impl Outputs {
             format,
             files,
             community_seed: c.community_id_seed,
+            app,
         };
         let out = SharedOutput::spawn("records", raw, format)
             .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
@@ -476,6 +479,10 @@ pub(crate) struct Outcome {
     pub analysis: Option<AnalysisStats>,
     /// The NIDS's counters, when it ran.
     pub nids: Option<streamcap_apps::nids::NidsStats>,
+    /// The classifier's per-label totals, when it ran.
+    pub classify: Option<streamcap_apps::classify::ClassifyStats>,
+    /// `dns.log` records written, when it ran.
+    pub dns_records: Option<u64>,
     pub wall: f64,
 }
 
@@ -726,6 +733,8 @@ pub(crate) fn run<A: RunApp>(
         kernel: None,
         analysis: report.analysis.take(),
         nids: report.nids.take(),
+        classify: report.classify.take(),
+        dns_records: report.dns_records.take(),
         wall,
     };
     if !c.quiet {

@@ -392,6 +392,7 @@ mod tests {
         format: Format::Json,
         files: false,
         community_seed: 0,
+        app: false,
     };
 
     /// Records handed over by two workers, one leaving the formatting to the
@@ -405,6 +406,7 @@ mod tests {
             format: Format::Csv,
             files: false,
             community_seed: 0,
+            app: false,
         };
         let shared =
             SharedOutput::spawn("recs", Box::new(Calls(calls.clone())), csv).expect("spawn");

@@ -8,6 +8,7 @@ use streamcap::dispatch::analysis::{AnalysisStats, Decoupled};
 use streamcap::dispatch::workers::ParallelReport;
 use streamcap::source::{KernelStats, LiveError};
 use streamcap::{GlobalStats, SourceError};
+use streamcap_apps::classify::ClassifyStats;
 use streamcap_apps::nids::NidsStats;
 
 /// What a finished handler (or analysis stage) leaves for the summary.
@@ -19,6 +20,10 @@ pub(crate) struct StageEnd {
     pub analysis: Option<AnalysisStats>,
     /// The NIDS's counters, when it ran.
     pub nids: Option<NidsStats>,
+    /// The classifier's per-label totals, when it ran.
+    pub classify: Option<ClassifyStats>,
+    /// `dns.log` records written, when it ran.
+    pub dns_records: Option<u64>,
 }
 
 impl StageEnd {
@@ -37,6 +42,14 @@ impl StageEnd {
         }
         if let Some(n) = o.nids {
             self.nids.get_or_insert_with(NidsStats::default).add(&n);
+        }
+        if let Some(c) = o.classify {
+            self.classify
+                .get_or_insert_with(ClassifyStats::default)
+                .add(&c);
+        }
+        if let Some(n) = o.dns_records {
+            *self.dns_records.get_or_insert(0) += n;
         }
     }
 }
@@ -90,6 +103,10 @@ pub(crate) struct Finished {
     pub analysis: Option<AnalysisStats>,
     /// The NIDS's counters, summed over the workers.
     pub nids: Option<NidsStats>,
+    /// The classifier's totals, summed over the workers.
+    pub classify: Option<ClassifyStats>,
+    /// `dns.log` records, summed over the workers.
+    pub dns_records: Option<u64>,
     pub kernel: Vec<KernelStats>,
     pub live_error: Option<LiveError>,
 }
@@ -108,6 +125,8 @@ impl Finished {
             per_worker: Vec::new(),
             analysis: None,
             nids: None,
+            classify: None,
+            dns_records: None,
             kernel: Vec::new(),
             live_error: None,
         };
@@ -129,6 +148,8 @@ impl Finished {
         out.files = end.files;
         out.analysis = end.analysis;
         out.nids = end.nids;
+        out.classify = end.classify;
+        out.dns_records = end.dns_records;
         out
     }
 }

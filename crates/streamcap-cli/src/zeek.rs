@@ -318,7 +318,7 @@ pub fn line(r: &FlowRecord, community_id: Option<&str>) -> String {
         r.dst_ip.to_string(),
         r.dst_port.to_string(),
         proto.into(),
-        "-".into(),
+        r.extra.service.unwrap_or("-").into(),
         duration,
         ob,
         rb,
@@ -396,6 +396,7 @@ mod tests {
     fn uid_is_deterministic() {
         let mk = |port: u16, id: u64| FlowRecord {
             extra: crate::record::Extra {
+                service: None,
                 history: crate::record::History::new("S"),
                 conn_id: id,
                 vlan_key: 0,

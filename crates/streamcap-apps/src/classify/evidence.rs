@@ -94,11 +94,20 @@ impl Evidence {
         if d.settled.is_none() {
             let room = INSPECT_LIMIT - d.buf.len();
             let take = room.min(data.len());
-            d.buf.extend_from_slice(&data[..take]);
             d.inspected += take as u64;
-            let last = d.buf.len() >= INSPECT_LIMIT;
-            if let Some(answer) = probe::stream(&d.buf, last) {
-                d.settle(answer);
+            if d.buf.is_empty() {
+                // Most first segments settle the probes alone: no copy.
+                let first = &data[..take];
+                match probe::stream(first, first.len() >= INSPECT_LIMIT) {
+                    Some(answer) => d.settle(answer),
+                    None => d.buf.extend_from_slice(first),
+                }
+            } else {
+                d.buf.extend_from_slice(&data[..take]);
+                let last = d.buf.len() >= INSPECT_LIMIT;
+                if let Some(answer) = probe::stream(&d.buf, last) {
+                    d.settle(answer);
+                }
             }
         }
         if let Some(w) = &mut d.tls {
@@ -147,6 +156,20 @@ impl Evidence {
     }
 
     /// Whether nothing more will be learned.
+    /// Whether the label is settled, though the TLS walk may still want
+    /// bytes (for [`TlsInfo::established`](super::TlsInfo)): the probes
+    /// have answered, and a TLS direction's hello is parsed.
+    pub fn is_labelled(&self) -> bool {
+        self.0.as_ref().is_some_and(|d| {
+            d.settled.is_some()
+                && (d.walk_stopped
+                    || d.tls
+                        .as_ref()
+                        .is_none_or(|w| w.is_done() || w.hello().is_some()))
+        })
+    }
+
+    /// Whether nothing more is wanted.
     pub fn is_done(&self) -> bool {
         self.0.as_ref().is_some_and(|d| d.is_done())
     }

@@ -134,6 +134,9 @@ impl<K: Records<SslRecord>> compose::App for Classify<K> {
         }
         match st.feed_chunk(t, chunk) {
             Progress::Done => Want::Nothing.into(),
+            // Without an ssl.log, TLS records past the hello tell nothing
+            // the label needs.
+            Progress::More if !self.ssl.active() && st.is_labelled() => Want::Nothing.into(),
             Progress::More => Want::All.into(),
         }
     }
@@ -165,8 +168,9 @@ impl<K: Records<SslRecord>> compose::App for Classify<K> {
             tot.bytes += so.counters.bytes + sr.counters.bytes;
         }
         self.stats.by_port += u64::from(c.by_port);
-        let id = (c.app == App::Tls || self.results.is_some()).then(|| ConnId::of_flow(fe));
-        if let (App::Tls, Some(tls), Some(id)) = (c.app, &c.tls, &id) {
+        let ssl = c.app == App::Tls && self.ssl.active();
+        let id = (ssl || self.results.is_some()).then(|| ConnId::of_flow(fe));
+        if let (true, Some(tls), Some(id)) = (ssl, &c.tls, &id) {
             let uid = id.uid();
             self.ssl.record(SslRecord::new(id.first, uid, o, r, tls));
         }
