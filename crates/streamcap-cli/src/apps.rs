@@ -14,7 +14,7 @@ use std::io::Write;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
-use streamcap_apps::classify::{App as Label, Classify, ClassifyStats};
+use streamcap_apps::classify::{Classify, ClassifyStats};
 use streamcap_apps::compose::{self, Apps, Both, Cutoff};
 use streamcap_apps::logs::dns::{DnsLog, DnsRecord};
 use streamcap_apps::logs::tls::SslRecord;
@@ -287,10 +287,10 @@ impl RunApp for AppSet {
             let ssl = self.ssl.as_ref().map(|o| o.writer(failure));
             Cutoff(Classify::new(ssl), cut)
         });
-        let flows = match &self.flows {
-            Some((cut, o)) => Some(Cutoff(o.handler(failure, writers), *cut)),
-            None => None,
-        };
+        let flows = self
+            .flows
+            .as_ref()
+            .map(|(cut, o)| Cutoff(o.handler(failure, writers), *cut));
         let dns = self
             .dns
             .as_ref()
@@ -357,7 +357,7 @@ impl RunApp for AppSet {
                 m.insert(k.into(), v);
             }
         }
-        (!m.is_empty()).then(|| ("apps", serde_json::Value::Object(m)))
+        (!m.is_empty()).then_some(("apps", serde_json::Value::Object(m)))
     }
 }
 
@@ -397,15 +397,6 @@ fn classify_json(c: &ClassifyStats) -> serde_json::Value {
         })
         .collect();
     serde_json::json!({"by_port": c.by_port, "labels": labels})
-}
-
-/// Every label's name, for the help text.
-pub(crate) fn label_names() -> String {
-    Label::ALL
-        .iter()
-        .map(|a| a.name())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// `compose::App` is what the parts implement.

@@ -551,6 +551,7 @@ impl FlowRecord {
             end: "eof",
             errors: StreamErrors::default(),
             tunnel: None,
+            app: None,
             extra: Extra::default(),
         }
     }
@@ -599,6 +600,7 @@ mod tests {
             end: "fin",
             errors: StreamErrors::GAP,
             tunnel: None,
+            app: None,
             extra: Extra::default(),
         };
         let j = r.to_json(None);
@@ -720,6 +722,7 @@ mod tests {
                         next() % 99
                     )
                 }),
+                app: (next() % 2 == 0).then_some("http"),
                 extra: Extra::default(),
             };
             let cid = crate::community_id::of_record(&r, i as u16);
