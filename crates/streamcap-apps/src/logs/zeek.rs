@@ -176,6 +176,44 @@ pub fn tsv_line(fields: &[String]) -> String {
     s
 }
 
+/// A record of one of Zeek's logs, written either way.
+pub trait ZeekRecord {
+    /// The log's name (`dns`, `ssl`, `http`): the `#path` and the file name.
+    const PATH: &'static str;
+    /// The header of a TSV log opened at `open` (`YYYY-MM-DD-HH-MM-SS`).
+    fn tsv_header(open: &str) -> String;
+    /// The record as one TSV line, with its newline.
+    fn tsv_line(&self) -> String;
+    /// The record as one line of Zeek JSON, without a newline.
+    fn json(&self) -> String;
+}
+
+impl ZeekRecord for super::dns::DnsRecord {
+    const PATH: &'static str = "dns";
+    fn tsv_header(open: &str) -> String {
+        super::dns::tsv_header(open)
+    }
+    fn tsv_line(&self) -> String {
+        super::dns::DnsRecord::tsv_line(self)
+    }
+    fn json(&self) -> String {
+        super::dns::DnsRecord::json(self)
+    }
+}
+
+impl ZeekRecord for super::tls::SslRecord {
+    const PATH: &'static str = "ssl";
+    fn tsv_header(open: &str) -> String {
+        super::tls::tsv_header(open)
+    }
+    fn tsv_line(&self) -> String {
+        super::tls::SslRecord::tsv_line(self)
+    }
+    fn json(&self) -> String {
+        super::tls::SslRecord::json(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,43 +252,5 @@ mod tests {
         let h = tsv_header("dns", &["ts", "uid"], &["time", "string"], "x");
         assert!(h.starts_with("#separator \\x09\n#set_separator\t,\n"));
         assert!(h.contains("#path\tdns\n#open\tx\n#fields\tts\tuid\n#types\ttime\tstring\n"));
-    }
-}
-
-/// A record of one of Zeek's logs, written either way.
-pub trait ZeekRecord {
-    /// The log's name (`dns`, `ssl`, `http`): the `#path` and the file name.
-    const PATH: &'static str;
-    /// The header of a TSV log opened at `open` (`YYYY-MM-DD-HH-MM-SS`).
-    fn tsv_header(open: &str) -> String;
-    /// The record as one TSV line, with its newline.
-    fn tsv_line(&self) -> String;
-    /// The record as one line of Zeek JSON, without a newline.
-    fn json(&self) -> String;
-}
-
-impl ZeekRecord for super::dns::DnsRecord {
-    const PATH: &'static str = "dns";
-    fn tsv_header(open: &str) -> String {
-        super::dns::tsv_header(open)
-    }
-    fn tsv_line(&self) -> String {
-        super::dns::DnsRecord::tsv_line(self)
-    }
-    fn json(&self) -> String {
-        super::dns::DnsRecord::json(self)
-    }
-}
-
-impl ZeekRecord for super::tls::SslRecord {
-    const PATH: &'static str = "ssl";
-    fn tsv_header(open: &str) -> String {
-        super::tls::tsv_header(open)
-    }
-    fn tsv_line(&self) -> String {
-        super::tls::SslRecord::tsv_line(self)
-    }
-    fn json(&self) -> String {
-        super::tls::SslRecord::json(self)
     }
 }
