@@ -5,12 +5,15 @@
 //! - [`nids`]: signature matching with Suricata/Snort content rules over
 //!   TCP streams and UDP datagrams, alerts as Suricata's EVE JSON or
 //!   `fast.log`.
+//! - [`http`]: HTTP/1.x transactions found by content on any port,
+//!   logged as Zeek's `http.log` (JSON or TSV).
 //! - [`conn_id`]: the connection names (Zeek `uid`, EVE `flow_id`) every
 //!   application's records share.
 
 #![warn(missing_docs)]
 
 pub mod conn_id;
+pub mod http;
 pub mod nids;
 
 /// Says why a unit test (or part of one) does not run, straight to the
