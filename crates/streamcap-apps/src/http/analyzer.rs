@@ -111,9 +111,10 @@ impl HttpState {
 /// needs to know of the request side.
 struct Conn {
     exchange: Exchange,
-    /// Stream offset past the last request byte the orig parser was given.
-    orig_seen: u64,
-    orig_done: bool,
+    /// Per direction (orig, resp): stream offset past the last byte its
+    /// parser was given, and whether it ended.
+    seen: [u64; 2],
+    done: [bool; 2],
     counted: bool,
 }
 
@@ -205,15 +206,14 @@ impl HttpAnalyzer {
             return Want::Nothing;
         }
         let conn_id = s.info().conn_id;
-        let dir = s.direction();
         let conn = match self.conns.get_mut(&conn_id) {
             Some(c) => c,
             None => {
                 let meta = meta_of(s);
                 self.conns.entry(conn_id).or_insert(Conn {
                     exchange: Exchange::new(meta, self.config.max_pending),
-                    orig_seen: 0,
-                    orig_done: false,
+                    seen: [0; 2],
+                    done: [false; 2],
                     counted: false,
                 })
             }
@@ -226,18 +226,19 @@ impl HttpAnalyzer {
         let can_keep = s.info().params.delivery == Delivery::Chunks;
         let new_at = chunk.offset + chunk.new_from as u64;
         let input = Input::of_chunk(chunk, can_keep, ts_at(chunk, new_at, s.info().end));
-        if dir == Direction::Resp {
-            // Only when the next response's request is not known yet: is
-            // more of the request direction on its way?
+        let d = dir_index(s.direction());
+        if p.side() == Side::Response {
+            // Only when the next response's request is not known yet: did
+            // bytes of the other direction arrive that it was not given
+            // yet (in a chunk still filling)?
             conn.exchange.request_may_come = conn.exchange.requests() <= p.answered()
-                && !conn.orig_done
-                && s.opposite().counters.stream_bytes > conn.orig_seen;
+                && !conn.done[1 - d]
+                && s.opposite().counters.stream_bytes > conn.seen[1 - d];
         }
         self.events.clear();
         let fed = p.feed(&input, &conn.exchange, &mut self.events);
-        if dir == Direction::Orig {
-            conn.orig_seen = conn.orig_seen.max(chunk.offset + chunk.data.len() as u64);
-        }
+        let side = p.side();
+        conn.seen[d] = conn.seen[d].max(chunk.offset + chunk.data.len() as u64);
         for mut ev in self.events.drain(..) {
             if let Event::Request { at, ts, .. } | Event::Response { at, ts, .. } = &mut ev {
                 if *at >= new_at {
@@ -256,10 +257,9 @@ impl HttpAnalyzer {
                 conn.counted = true;
                 self.stats.connections += 1;
             }
-            conn.exchange.apply(dir, ev, sink);
+            conn.exchange.apply(side, ev, sink);
         }
         let (overflows, records) = (conn.exchange.overflows, conn.exchange.records);
-        let idle = conn.exchange.is_empty() && !conn.counted;
         self.stats.pending_overflows += overflows;
         self.stats.records += records;
         conn.exchange.overflows = 0;
@@ -268,12 +268,11 @@ impl HttpAnalyzer {
             s.keep_chunk();
         }
         if fed.stop {
-            if idle && p.is_not_http() {
-                self.conns.remove(&conn_id);
-            }
+            // The entry stays until the connection ends: the other
+            // direction learns from it that this one is not HTTP.
             return Want::Nothing;
         }
-        if dir == Direction::Resp && !self.config.hash_bodies && fed.body_until == Some(u64::MAX) {
+        if side == Side::Response && !self.config.hash_bodies && fed.body_until == Some(u64::MAX) {
             self.stats.bodies_skipped += 1;
             return Want::Nothing;
         }
@@ -292,11 +291,9 @@ impl HttpAnalyzer {
             return;
         };
         let conn_id = s.info().conn_id;
-        let dir = s.direction();
         if let Some(conn) = self.conns.get_mut(&conn_id) {
-            if dir == Direction::Orig {
-                conn.orig_done = true;
-            }
+            let side = p.side();
+            conn.done[dir_index(s.direction())] = true;
             conn.exchange.request_may_come = false;
             self.events.clear();
             if !p.stopped() {
@@ -312,7 +309,7 @@ impl HttpAnalyzer {
                     Event::Response { .. } => self.stats.responses += 1,
                     _ => {}
                 }
-                conn.exchange.apply(dir, ev, sink);
+                conn.exchange.apply(side, ev, sink);
             }
             self.stats.records += conn.exchange.records;
             conn.exchange.records = 0;
@@ -328,6 +325,13 @@ impl HttpAnalyzer {
             self.stats.records += conn.exchange.records;
             self.stats.pending_overflows += conn.exchange.overflows;
         }
+    }
+}
+
+fn dir_index(d: Direction) -> usize {
+    match d {
+        Direction::Orig => 0,
+        Direction::Resp => 1,
     }
 }
 

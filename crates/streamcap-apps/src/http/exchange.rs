@@ -16,11 +16,10 @@
 //! response parser asks it about the request a response answers
 //! ([`Peer`]).
 
-use super::parser::{Event, Peer, RequestInfo};
+use super::parser::{Event, Peer, RequestInfo, Side};
 use super::record::{HttpRecord, RecordSink};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
-use streamcap::flow::Direction;
 use streamcap::Timestamp;
 
 /// Zeek's default `HTTP::max_pending_requests`.
@@ -62,6 +61,9 @@ pub struct Exchange {
     pub overflows: u64,
     /// Records written.
     pub records: u64,
+    /// Per direction (orig, resp): carried an HTTP message (`Some(true)`),
+    /// found not HTTP (`Some(false)`), not known yet.
+    verdict: [Option<bool>; 2],
 }
 
 impl Exchange {
@@ -83,6 +85,7 @@ impl Exchange {
             tunnel: false,
             overflows: 0,
             records: 0,
+            verdict: [None, None],
         }
     }
 
@@ -118,9 +121,18 @@ impl Exchange {
         }
     }
 
-    /// Applies one parser event of direction `dir`.
-    pub fn apply(&mut self, dir: Direction, ev: Event, sink: &mut impl RecordSink) {
-        match (dir, ev) {
+    /// Applies one event of the parser of side `side`.
+    pub fn apply(&mut self, side: Side, ev: Event, sink: &mut impl RecordSink) {
+        let d = match side {
+            Side::Request => 0,
+            Side::Response => 1,
+        };
+        match ev {
+            Event::Request { .. } | Event::Response { .. } => self.verdict[d] = Some(true),
+            Event::NotHttp if self.verdict[d].is_none() => self.verdict[d] = Some(false),
+            _ => {}
+        }
+        match (side, ev) {
             (_, Event::Request { head, ts, .. }) => {
                 if self.cur_req < self.cur_resp {
                     self.cur_req = self.cur_resp;
@@ -159,7 +171,7 @@ impl Exchange {
                 r.password = h.password;
                 r.proxied = h.proxied;
             }
-            (Direction::Orig, Event::End { body, .. }) => {
+            (Side::Request, Event::End { body, .. }) => {
                 if let Some(r) = self.pending.get_mut(&self.cur_req) {
                     r.request_body_len = body.len;
                     r.request_missing = body.missing;
@@ -193,7 +205,7 @@ impl Exchange {
                 }
                 r.status_msg = Some(msg);
             }
-            (Direction::Resp, Event::End { body, .. }) => {
+            (Side::Response, Event::End { body, .. }) => {
                 let Some(r) = self.pending.get_mut(&self.cur_resp) else {
                     return;
                 };
@@ -204,7 +216,7 @@ impl Exchange {
                     self.write(self.cur_resp, sink);
                 }
             }
-            (Direction::Resp, Event::Tunnel { .. }) => self.tunnel = true,
+            (Side::Response, Event::Tunnel { .. }) => self.tunnel = true,
             (_, Event::Tunnel { .. } | Event::Dropped { .. } | Event::NotHttp) => {}
         }
     }
@@ -220,6 +232,13 @@ impl Exchange {
 }
 
 impl Peer for Exchange {
+    fn other_is_http(&self, me: Side) -> Option<bool> {
+        match me {
+            Side::Request => self.verdict[1],
+            Side::Response => self.verdict[0],
+        }
+    }
+
     fn request(&self, index: u64) -> RequestInfo {
         if index < self.methods_base {
             return RequestInfo::Other;

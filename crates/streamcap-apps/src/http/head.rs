@@ -286,23 +286,74 @@ fn config() -> httparse::ParserConfig {
 pub fn parse_request(b: &[u8], opts: HeadOptions) -> Parsed<RequestHead> {
     let mut headers = vec![httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
-    let len = match config().parse_request(&mut req, b) {
-        Ok(httparse::Status::Complete(n)) => n,
+    let (len, method, path, version, fields) = match config().parse_request(&mut req, b) {
+        Ok(httparse::Status::Complete(n)) => {
+            let (Some(m), Some(p), Some(v)) = (req.method, req.path, req.version) else {
+                return Parsed::Invalid;
+            };
+            (n, m.as_bytes(), p.as_bytes(), v, &*req.headers)
+        }
         Ok(httparse::Status::Partial) => return Parsed::Partial,
-        Err(_) => return Parsed::Invalid,
+        Err(_) => {
+            // A request line httparse refuses (a target with spaces, say):
+            // taken as Zeek takes it, the fields parsed by httparse.
+            let mut fallback = vec![httparse::EMPTY_HEADER; MAX_HEADERS];
+            return match lenient_request(b, &mut fallback) {
+                Some((n, m, p, v, f)) => Parsed::Complete(request_head(m, p, v, f, opts), n),
+                None => Parsed::Invalid,
+            };
+        }
     };
-    let (Some(method), Some(path), Some(version)) = (req.method, req.path, req.version) else {
-        return Parsed::Invalid;
-    };
-    let path = path.as_bytes();
+    Parsed::Complete(request_head(method, path, version, fields, opts), len)
+}
+
+type RequestParts<'h, 'b> = (usize, &'b [u8], &'b [u8], u8, &'h [httparse::Header<'b>]);
+
+/// A request line as Zeek reads it: the method (a token), blanks, the
+/// target up to the next blank, and `HTTP/1.x` ending the line; then the
+/// header fields.
+fn lenient_request<'h, 'b>(
+    b: &'b [u8],
+    headers: &'h mut [httparse::Header<'b>],
+) -> Option<RequestParts<'h, 'b>> {
+    let nl = memchr::memchr(b'\n', b)?;
+    let line = trim_cr(&b[..nl]);
+    let sp = line.iter().position(|&c| c == b' ')?;
+    let method = &line[..sp];
+    if method.is_empty() || !method.iter().all(|c| c.is_ascii_graphic()) {
+        return None;
+    }
+    let rest = &line[sp..];
+    let start = rest.iter().position(|&c| c != b' ')?;
+    let rest = &rest[start..];
+    let end = rest.iter().position(|&c| c == b' ' || c == b'\t')?;
+    let target = &rest[..end];
+    let v = line.len().checked_sub(8)?;
+    if !line[v..].starts_with(b"HTTP/1.") || v < sp + start + end {
+        return None;
+    }
+    let version = line[line.len() - 1].checked_sub(b'0').filter(|d| *d <= 9)?;
+    match httparse::parse_headers(&b[nl + 1..], headers) {
+        Ok(httparse::Status::Complete((n, h))) => Some((nl + 1 + n, method, target, version, h)),
+        _ => None,
+    }
+}
+
+fn request_head(
+    method: &[u8],
+    path: &[u8],
+    version: u8,
+    fields: &[httparse::Header<'_>],
+    opts: HeadOptions,
+) -> RequestHead {
     let mut h = RequestHead {
-        method: zeek_text(method.as_bytes()),
+        method: zeek_text(method),
         raw_uri: zeek_text(path),
         uri: zeek_text(&unescape_uri(path)),
         version: format!("1.{version}"),
         ..RequestHead::default()
     };
-    for f in req.headers.iter() {
+    for f in fields {
         let name = f.name.to_ascii_uppercase();
         let value = f.value;
         match name.as_str() {
@@ -323,7 +374,7 @@ pub fn parse_request(b: &[u8], opts: HeadOptions) -> Parsed<RequestHead> {
             _ => {}
         }
     }
-    Parsed::Complete(h, len)
+    h
 }
 
 /// Zeek's Basic authentication: the user name before the first colon of
@@ -591,6 +642,17 @@ mod tests {
             parse_request(b"G\x01T / HTTP/1.1\r\n\r\n", HeadOptions::default()),
             Parsed::Invalid
         ));
+        // A target with spaces: cut at the first, as Zeek and tshark do.
+        let Parsed::Complete(h, n) = parse_request(
+            b"GET /cgi;cat /etc/passwd| HTTP/1.1\r\nHost: x\r\n\r\n",
+            HeadOptions::default(),
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            (h.uri.as_str(), h.host.as_deref(), n),
+            ("/cgi;cat", Some("x"), 47)
+        );
     }
 
     #[test]

@@ -34,6 +34,14 @@ use streamcap::Timestamp;
 /// head is dropped as garbage.
 pub const HEAD_LIMIT: usize = 64 << 10;
 
+/// How far past missing or unexpected first bytes (a gap at the start,
+/// or a stream picked up inside a message) the parser looks for a head
+/// before it takes the direction for not HTTP: 1 MiB. A direction is
+/// looked through so only when the other one is HTTP, or for the server's
+/// direction, while the client's is not known yet; it stops as soon as
+/// the other direction turns out not to be HTTP.
+pub const HUNT_LIMIT: u64 = 1 << 20;
+
 /// Which side of the conversation a parser reads.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Side {
@@ -41,6 +49,16 @@ pub enum Side {
     Request,
     /// The server's direction (responses).
     Response,
+}
+
+impl Side {
+    /// The other side.
+    pub fn other(self) -> Side {
+        match self {
+            Side::Request => Side::Response,
+            Side::Response => Side::Request,
+        }
+    }
 }
 
 /// One call's bytes: a chunk's or a segment's.
@@ -109,10 +127,14 @@ pub enum RequestInfo {
     Pending,
 }
 
-/// The other direction, as the response parser sees it.
+/// The other direction, as a parser sees it.
 pub trait Peer {
     /// What is known of request `index` (0 for the connection's first).
     fn request(&self, index: u64) -> RequestInfo;
+    /// Whether the direction other than `me` carried an HTTP message
+    /// (`Some(true)`), turned out not to be HTTP (`Some(false)`), or is
+    /// not known yet.
+    fn other_is_http(&self, me: Side) -> Option<bool>;
 }
 
 /// A peer that knows nothing: every response is taken for one to a GET.
@@ -121,6 +143,9 @@ pub struct NoPeer;
 impl Peer for NoPeer {
     fn request(&self, _: u64) -> RequestInfo {
         RequestInfo::Other
+    }
+    fn other_is_http(&self, _: Side) -> Option<bool> {
+        None
     }
 }
 
@@ -198,8 +223,12 @@ enum State {
     /// In a body; then `then`.
     Body { body: Box<Body>, then: After },
     /// Looking for a line that starts a head (`line_start`: we are at the
-    /// start of a line).
-    Resync { line_start: bool },
+    /// start of a line); `give_up`: past this stream offset without one,
+    /// the direction is taken for not HTTP (its first bytes were missing).
+    Resync {
+        line_start: bool,
+        give_up: Option<u64>,
+    },
     /// Stopped: a tunnel.
     Tunnel,
     /// Stopped: not HTTP.
@@ -263,7 +292,10 @@ impl Parser {
         }
     }
 
-    /// Which side it reads.
+    /// Which side it reads: the direction's (the client's is the
+    /// initiator's), unless the direction's first bytes were the other
+    /// side's (a capture that began inside the connection, with the
+    /// server's packet) and the other direction had not taken that side.
     pub fn side(&self) -> Side {
         self.side
     }
@@ -313,9 +345,9 @@ impl Parser {
 
     fn fed(&self, keep: bool) -> Fed {
         let body_until = match &self.state {
-            State::Body { body, .. } if self.pos == self.seen => body
-                .counted_ahead()
-                .map(|n| self.pos.saturating_add(n)),
+            State::Body { body, .. } if self.pos == self.seen => {
+                body.counted_ahead().map(|n| self.pos.saturating_add(n))
+            }
             _ => None,
         };
         Fed {
@@ -412,7 +444,10 @@ impl Parser {
             self.own_at = self.pos;
             return self.fed(false);
         }
-        if input.can_keep {
+        // While looking for a head, what waits is a line's start or a few
+        // bytes: copied, rather than the whole chunk kept.
+        let resync = matches!(self.state, State::Resync { .. });
+        if input.can_keep && !resync {
             self.stats.keeps += 1;
             return self.fed(true);
         }
@@ -446,15 +481,30 @@ impl Parser {
         self.stats.gap_bytes += to - from.max(self.pos);
         let pending = self.pos < self.seen;
         let n = to - self.pos;
-        let state = std::mem::replace(&mut self.state, State::Resync { line_start: true });
+        let state = std::mem::replace(
+            &mut self.state,
+            State::Resync {
+                line_start: true,
+                give_up: None,
+            },
+        );
         self.state = match state {
-            State::Detect { first } => State::Detect { first },
+            // The direction's first bytes are missing: look for a head
+            // in what follows, for a while.
+            State::Detect { first: true } => State::Resync {
+                line_start: true,
+                give_up: Some(to.saturating_add(HUNT_LIMIT)),
+            },
+            State::Detect { first: false } => State::Detect { first: false },
             State::Head => {
                 if pending {
                     self.stats.dropped += 1;
                     out.push(Event::Dropped { at: self.pos });
                 }
-                State::Resync { line_start: true }
+                State::Resync {
+                    line_start: true,
+                    give_up: None,
+                }
             }
             State::Body { mut body, then } => match body.skip(n) {
                 Skip::Absorbed => State::Body { body, then },
@@ -464,7 +514,10 @@ impl Parser {
                         body: body.finish(true),
                     });
                     match then {
-                        _ if used < n => State::Resync { line_start: true },
+                        _ if used < n => State::Resync {
+                            line_start: true,
+                            give_up: None,
+                        },
                         After::Head => State::Head,
                         After::Detect => State::Detect { first: false },
                     }
@@ -474,11 +527,17 @@ impl Parser {
                         at: self.pos,
                         body: body.finish(false),
                     });
-                    State::Resync { line_start: true }
+                    State::Resync {
+                        line_start: true,
+                        give_up: None,
+                    }
                 }
             },
             s @ (State::Tunnel | State::NotHttp) => s,
-            State::Resync { .. } => State::Resync { line_start: true },
+            State::Resync { give_up, .. } => State::Resync {
+                line_start: true,
+                give_up,
+            },
         };
         self.scan = 0;
         self.stalled = false;
@@ -489,8 +548,25 @@ impl Parser {
     fn drop_message(&mut self, out: &mut Vec<Event>) {
         self.stats.dropped += 1;
         out.push(Event::Dropped { at: self.pos });
-        self.state = State::Resync { line_start: false };
+        self.state = State::Resync {
+            line_start: false,
+            give_up: None,
+        };
         self.scan = 0;
+    }
+
+    /// Whether `b` starts the other side's message (`NeedMore` only when
+    /// more bytes may come).
+    fn looks_other(&self, b: &[u8], last: bool) -> Looks {
+        let l = match self.side {
+            Side::Request => looks_like_response(b),
+            Side::Response => looks_like_request(b),
+        };
+        if l == Looks::NeedMore && last {
+            Looks::No
+        } else {
+            l
+        }
     }
 
     fn looks(&self, b: &[u8]) -> Looks {
@@ -540,8 +616,36 @@ impl Parser {
                         Looks::Yes => self.state = State::Head,
                         Looks::NeedMore if !last => return,
                         _ if avail.is_empty() => return,
+                        // The first bytes of a direction that is the
+                        // other side's (a capture that began with the
+                        // server's packet): the parser takes that side, if
+                        // the other direction has not.
+                        _ if first
+                            && peer.other_is_http(self.side) != Some(true)
+                            && self.looks_other(avail, last) != Looks::No =>
+                        {
+                            if self.looks_other(avail, last) == Looks::NeedMore {
+                                return;
+                            }
+                            self.side = self.side.other();
+                            self.state = State::Head;
+                        }
                         _ => {
-                            if first {
+                            let other = peer.other_is_http(self.side);
+                            let hunt = match other {
+                                Some(http) => http,
+                                None => self.side == Side::Response,
+                            };
+                            if first && hunt {
+                                // The other direction is HTTP (or, for a
+                                // server, not known yet): this one may have
+                                // been picked up inside a message.
+                                self.state = State::Resync {
+                                    line_start: false,
+                                    give_up: Some(self.pos.saturating_add(HUNT_LIMIT)),
+                                };
+                                continue;
+                            } else if first {
                                 self.state = State::NotHttp;
                                 out.push(Event::NotHttp);
                             } else {
@@ -606,14 +710,31 @@ impl Parser {
                             let complete = until_close && last;
                             self.end_body(complete, then, out);
                             if !complete {
-                                self.state = State::Resync { line_start: false };
+                                self.state = State::Resync {
+                                    line_start: false,
+                                    give_up: None,
+                                };
                             }
                         }
                     }
                 }
-                State::Resync { line_start } => {
-                    let line_start = *line_start;
-                    self.state = State::Resync { line_start: false };
+                State::Resync {
+                    line_start,
+                    give_up,
+                } => {
+                    let (line_start, give_up) = (*line_start, *give_up);
+                    if give_up.is_some_and(|g| {
+                        self.pos >= g || peer.other_is_http(self.side) == Some(false)
+                    }) {
+                        self.state = State::NotHttp;
+                        out.push(Event::NotHttp);
+                        self.pos = end;
+                        return;
+                    }
+                    self.state = State::Resync {
+                        line_start: false,
+                        give_up,
+                    };
                     if line_start {
                         match self.looks(avail) {
                             Looks::Yes => {
@@ -621,23 +742,52 @@ impl Parser {
                                 continue;
                             }
                             Looks::NeedMore if !last && !avail.is_empty() => {
-                                self.state = State::Resync { line_start: true };
+                                self.state = State::Resync {
+                                    line_start: true,
+                                    give_up,
+                                };
                                 return;
                             }
                             _ if avail.is_empty() => {
-                                self.state = State::Resync { line_start: true };
+                                self.state = State::Resync {
+                                    line_start: true,
+                                    give_up,
+                                };
                                 return;
                             }
                             _ => {}
                         }
                     }
-                    match memchr::memchr(b'\n', avail) {
+                    // The next candidate: a request line starts a line; a
+                    // status line may follow a body that did not end in a
+                    // line feed, so `HTTP/1.` anywhere is one.
+                    // (The byte at `pos` was looked at if at a line start.)
+                    let from = usize::from(line_start).min(avail.len());
+                    let next = match self.side {
+                        Side::Request => memchr::memchr(b'\n', avail).map(|p| p + 1),
+                        Side::Response => {
+                            memchr::memmem::find(&avail[from..], STATUS_PREFIX).map(|p| p + from)
+                        }
+                    };
+                    match next {
                         Some(p) => {
-                            self.pos += p as u64 + 1;
-                            self.state = State::Resync { line_start: true };
+                            self.pos += p as u64;
+                            self.state = State::Resync {
+                                line_start: true,
+                                give_up,
+                            };
                         }
                         None => {
-                            self.pos = end;
+                            // A status line may begin in the last bytes.
+                            let tail = match self.side {
+                                Side::Request => 0,
+                                Side::Response => prefix_tail(&avail[from..]),
+                            };
+                            self.pos = end - tail as u64;
+                            self.state = State::Resync {
+                                line_start: tail > 0,
+                                give_up,
+                            };
                             return;
                         }
                     }
@@ -766,7 +916,13 @@ impl Parser {
                 out.push(Event::Dropped { at: self.pos });
             }
         }
-        let state = std::mem::replace(&mut self.state, State::Resync { line_start: false });
+        let state = std::mem::replace(
+            &mut self.state,
+            State::Resync {
+                line_start: false,
+                give_up: None,
+            },
+        );
         self.state = match state {
             State::Body { mut body, then } => {
                 let until_close = body.framing() == Framing::UntilClose;
@@ -786,6 +942,16 @@ impl Parser {
             s => s,
         };
     }
+}
+
+const STATUS_PREFIX: &[u8] = b"HTTP/1.";
+
+/// The length of the longest end of `b` that begins `HTTP/1.` (at most 6).
+fn prefix_tail(b: &[u8]) -> usize {
+    (1..STATUS_PREFIX.len().min(b.len() + 1))
+        .rev()
+        .find(|&k| b.ends_with(&STATUS_PREFIX[..k]))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -880,6 +1046,9 @@ mod tests {
         impl Peer for Later {
             fn request(&self, _: u64) -> RequestInfo {
                 self.0
+            }
+            fn other_is_http(&self, _: Side) -> Option<bool> {
+                Some(true)
             }
         }
         let r = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nHTTP/1.1 200 OK\r\n\r\n";

@@ -1,5 +1,6 @@
 //! One connection's conversation fed by hand: both directions' bytes in
-//! pieces, with gaps, without a capture. The keeping of incomplete heads
+//! pieces, with gaps, without a capture, in the order they were sent (a
+//! response is never held back for a request fed later). The keeping of incomplete heads
 //! is simulated as the engine does it (kept bytes re-presented before the
 //! next piece), or refused, so the parser copies them itself. For
 //! reassembled streams from elsewhere, and for tests and fuzzing.
@@ -67,7 +68,6 @@ impl Session {
         if self.dirs[i].closed || bytes.is_empty() {
             return;
         }
-        self.exchange.request_may_come = !self.dirs[0].closed;
         let dir = &mut self.dirs[i];
         let mut joined;
         let (data, offset, new_from) = if dir.kept.is_empty() {
@@ -94,8 +94,9 @@ impl Session {
             dir.kept = data.to_vec();
             dir.kept_at = offset;
         }
+        let side = dir.parser.side();
         for ev in self.events.drain(..) {
-            self.exchange.apply(d, ev, sink);
+            self.exchange.apply(side, ev, sink);
         }
     }
 
@@ -121,7 +122,6 @@ impl Session {
             return;
         }
         self.dirs[i].closed = true;
-        self.exchange.request_may_come = !self.dirs[0].closed;
         let dir = &mut self.dirs[i];
         self.events.clear();
         if !dir.kept.is_empty() || dir.gap.is_some() {
@@ -144,8 +144,9 @@ impl Session {
         }
         dir.parser
             .finish(dir.next, &self.exchange, &mut self.events);
+        let side = dir.parser.side();
         for ev in self.events.drain(..) {
-            self.exchange.apply(d, ev, sink);
+            self.exchange.apply(side, ev, sink);
         }
     }
 

@@ -624,3 +624,42 @@ fn other_protocols_are_discarded_at_once() {
     assert_eq!(stats.not_http, 2);
     assert_eq!(stats.connections, 0);
 }
+
+/// A capture that begins with the server's packet: the engine's
+/// initiator is the server; the parsers take the sides the bytes show.
+#[test]
+fn sides_follow_the_bytes() {
+    let r = run(&[
+        (Orig, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi"),
+        (Resp, b"GET /favicon.ico HTTP/1.1\r\nHost: h\r\n\r\n"),
+        (Orig, b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"),
+    ]);
+    assert_eq!(
+        brief(&r),
+        [
+            (None, None, Some(200), 0, 2),
+            (Some("GET"), Some("/favicon.ico"), Some(404), 0, 0)
+        ]
+    );
+}
+
+/// A server direction picked up inside a body: the next status line is
+/// found (here after a body that does not end with a line feed).
+#[test]
+fn a_server_picked_up_inside_a_body() {
+    let r = run(&[
+        (
+            Resp,
+            b"\x89PNG\x00\x01binaryHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+        ),
+        (Orig, b"GET /next HTTP/1.1\r\n\r\n"),
+        (Resp, b"HTTP/1.1 204 No Content\r\n\r\n"),
+    ]);
+    assert_eq!(
+        brief(&r),
+        [
+            (None, None, Some(200), 0, 1),
+            (Some("GET"), Some("/next"), Some(204), 0, 0)
+        ]
+    );
+}
