@@ -115,6 +115,10 @@ struct Conn {
     /// parser was given, and whether it ended.
     seen: [u64; 2],
     done: [bool; 2],
+    /// Per direction: the side its parser took, once it has one; whether
+    /// it stopped.
+    side: [Option<Side>; 2],
+    stopped: [bool; 2],
     counted: bool,
 }
 
@@ -214,6 +218,8 @@ impl HttpAnalyzer {
                     exchange: Exchange::new(meta, self.config.max_pending),
                     seen: [0; 2],
                     done: [false; 2],
+                    side: [None; 2],
+                    stopped: [false; 2],
                     counted: false,
                 })
             }
@@ -231,14 +237,19 @@ impl HttpAnalyzer {
             // Only when the next response's request is not known yet: did
             // bytes of the other direction arrive that it was not given
             // yet (in a chunk still filling)?
+            let o = 1 - d;
             conn.exchange.request_may_come = conn.exchange.requests() <= p.answered()
-                && !conn.done[1 - d]
-                && s.opposite().counters.stream_bytes > conn.seen[1 - d];
+                && !conn.done[o]
+                && !conn.stopped[o]
+                && conn.side[o] != Some(Side::Response)
+                && s.opposite().counters.stream_bytes > conn.seen[o];
         }
         self.events.clear();
         let fed = p.feed(&input, &conn.exchange, &mut self.events);
         let side = p.side();
         conn.seen[d] = conn.seen[d].max(chunk.offset + chunk.data.len() as u64);
+        conn.side[d] = (!p.detecting()).then_some(side);
+        conn.stopped[d] = p.stopped();
         for mut ev in self.events.drain(..) {
             if let Event::Request { at, ts, .. } | Event::Response { at, ts, .. } = &mut ev {
                 if *at >= new_at {
@@ -296,6 +307,9 @@ impl HttpAnalyzer {
             conn.done[dir_index(s.direction())] = true;
             conn.exchange.request_may_come = false;
             self.events.clear();
+            if conn.exchange.tunnel {
+                p.stop_tunnel();
+            }
             if !p.stopped() {
                 p.finish(
                     s.info().counters.stream_bytes,

@@ -545,9 +545,12 @@ impl Parser {
         self.seen = self.seen.max(to);
     }
 
+    /// The head at `pos` (at least a byte of it in view) is not one: the
+    /// search for the next starts past its first byte.
     fn drop_message(&mut self, out: &mut Vec<Event>) {
         self.stats.dropped += 1;
         out.push(Event::Dropped { at: self.pos });
+        self.pos += 1;
         self.state = State::Resync {
             line_start: false,
             give_up: None,

@@ -68,6 +68,11 @@ impl Session {
         if self.dirs[i].closed || bytes.is_empty() {
             return;
         }
+        if self.exchange.tunnel {
+            // The other direction switched protocols: as the analyser does.
+            self.dirs[i].parser.stop_tunnel();
+            return;
+        }
         let dir = &mut self.dirs[i];
         let mut joined;
         let (data, offset, new_from) = if dir.kept.is_empty() {
@@ -123,6 +128,9 @@ impl Session {
         }
         self.dirs[i].closed = true;
         let dir = &mut self.dirs[i];
+        if self.exchange.tunnel {
+            dir.parser.stop_tunnel();
+        }
         self.events.clear();
         if !dir.kept.is_empty() || dir.gap.is_some() {
             // Kept bytes come back one last time, as the stream's last chunk.
