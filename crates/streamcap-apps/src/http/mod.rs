@@ -5,7 +5,17 @@
 //! first bytes are a request line (a known method, a target, `HTTP/1.x`)
 //! or, for the responder, a status line (`HTTP/1.x NNN`); a direction
 //! that starts otherwise is discarded after its first bytes (Scap's early
-//! discard), so the engine stops copying it.
+//! discard), so the engine stops copying it. Two exceptions, for
+//! connections picked up in the middle: a direction whose first bytes are
+//! the other side's (a capture that begins with the server's packet, so
+//! the engine's initiator is the server) is parsed as that side; and a
+//! direction whose first bytes are missing (a gap) or are not a head while
+//! the other direction is HTTP — or, for the server's direction, while the
+//! client's is not known yet — is looked through for a head, at most
+//! [`parser::HUNT_LIMIT`] (1 MiB) bytes, and discarded as soon as the other
+//! direction turns out not to be HTTP. So a protocol where the server
+//! speaks first (SMTP, FTP, SSH) keeps its server direction until the
+//! client's first bytes.
 //!
 //! - [`head`]: request and status lines and header fields (`httparse`),
 //!   the fields the log keeps, Zeek's URI unescaping.
@@ -85,6 +95,13 @@
 //! - HTTP/0.9 is not parsed; chunked transfer coding is accepted in
 //!   HTTP/1.0 messages too.
 //! - A 101 response ends parsing of both directions whatever its headers.
+//! - The records' `id.orig_h`/`id.orig_p` are the engine's initiator (as
+//!   in streamcap's `conn.log`, whose `uid` they share), even when the
+//!   capture began with the server's packet; Zeek would flip them.
+//! - `ts` is the time of the packet that carried the head's first byte
+//!   (Zeek: the packet that completed the request line). With chunk
+//!   delivery, without packet records, it is the time of the newest
+//!   packet of the chunk the head began in.
 //! - No file analysis: the `*_fuids`, `*_filenames` and `*_mime_types`
 //!   fields are left out ([`record`]).
 

@@ -701,23 +701,22 @@ impl Parser {
                     let until_close = body.framing() == Framing::UntilClose;
                     match body.step(avail) {
                         Step::Consumed(n) if n > 0 => self.pos += n as u64,
-                        Step::Consumed(_) if !last => return,
+                        // A body until the close ends at `finish`, which
+                        // knows the stream's length (bytes discarded after
+                        // the head count too).
+                        Step::Consumed(_) if !last || until_close => return,
                         Step::NeedMore if !last => return,
                         Step::Done(n) => {
                             self.pos += n as u64;
                             self.end_body(true, then, out);
                         }
                         Step::Consumed(_) | Step::NeedMore | Step::Invalid => {
-                            // The end of the stream (which completes a body
-                            // until close), or broken framing.
-                            let complete = until_close && last;
-                            self.end_body(complete, then, out);
-                            if !complete {
-                                self.state = State::Resync {
-                                    line_start: false,
-                                    give_up: None,
-                                };
-                            }
+                            // The end of the stream, or broken framing.
+                            self.end_body(false, then, out);
+                            self.state = State::Resync {
+                                line_start: false,
+                                give_up: None,
+                            };
                         }
                     }
                 }

@@ -539,6 +539,17 @@ fn through_the_engine_every_delivery_agrees() {
             };
             let (got, stats) = through_engine(&frames, cfg);
             assert_eq!(stats.connections, 1);
+            // Heads split across chunks were kept (chunk delivery of the
+            // responses), or copied (segments).
+            if mss == 5 && delivery == Delivery::Chunks && chunk == 7 {
+                assert!(stats.parser.keeps > 0, "{stats:?}");
+            }
+            if mss == 5 && delivery == Delivery::Segments {
+                assert!(
+                    stats.parser.own_copies > 0 && stats.parser.keeps == 0,
+                    "{stats:?}"
+                );
+            }
             let got: Vec<(String, String)> =
                 got.iter().map(|r| (r.to_json(), r.uid.clone())).collect();
             // The same records whatever the delivery; times too.
@@ -662,4 +673,28 @@ fn a_server_picked_up_inside_a_body() {
             (Some("GET"), Some("/next"), Some(204), 0, 0)
         ]
     );
+}
+
+/// A response until the close: the stream is discarded after its head
+/// (Scap's early discard) and the body's length read from the stream's
+/// at the close; with hashing, read to the end.
+#[test]
+fn until_close_through_the_engine() {
+    let conv: [(Direction, &[u8]); 3] = [
+        (Orig, b"GET /x HTTP/1.0\r\n\r\n"),
+        (Resp, b"HTTP/1.0 200 OK\r\n\r\n0123456789"),
+        (Resp, &[b'z'; 5000]),
+    ];
+    for mss in [3, 1460] {
+        for delivery in [Delivery::Chunks, Delivery::Segments] {
+            let cfg = Config {
+                delivery,
+                ..Config::default()
+            };
+            let (got, stats) = through_engine(&capture(&conv, 40002, mss), cfg);
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].response_body_len, 5010, "mss {mss} {delivery}");
+            assert_eq!(stats.bodies_skipped, 1);
+        }
+    }
 }
