@@ -115,10 +115,13 @@ pub trait App {
     /// Per-direction state.
     type State: Default;
 
-    /// Whether each UDP (or other per-packet) datagram must reach
-    /// [`App::data`] whole, in one event.
-    fn datagrams(&self) -> bool {
-        false
+    /// A new stream's delivery as the application needs it, set before
+    /// its first byte (e.g. [`DATAGRAM_CHUNK`]-byte segments for
+    /// datagrams that must arrive whole: [`datagrams_whole`]). Every
+    /// application of a [`Both`] sets its own; each must work with any
+    /// delivery the others choose.
+    fn prepare<S>(&self, s: &mut Stream<'_, S>) {
+        let _ = s;
     }
 
     /// A stream starts: how much of it the application wants.
@@ -221,8 +224,9 @@ pub struct Both<A, B>(pub A, pub B);
 impl<A: App, B: App> App for Both<A, B> {
     type State = (Part<A::State>, Part<B::State>);
 
-    fn datagrams(&self) -> bool {
-        self.0.datagrams() || self.1.datagrams()
+    fn prepare<S>(&self, s: &mut Stream<'_, S>) {
+        self.0.prepare(s);
+        self.1.prepare(s);
     }
 
     fn start<S>(&mut self, s: &Stream<'_, S>, st: &mut Self::State) -> Want {
@@ -268,8 +272,10 @@ impl<A: App, B: App> App for Both<A, B> {
 impl<A: App> App for Option<A> {
     type State = A::State;
 
-    fn datagrams(&self) -> bool {
-        self.as_ref().is_some_and(A::datagrams)
+    fn prepare<S>(&self, s: &mut Stream<'_, S>) {
+        if let Some(a) = self {
+            a.prepare(s);
+        }
     }
 
     fn start<S>(&mut self, s: &Stream<'_, S>, st: &mut Self::State) -> Want {
@@ -320,8 +326,8 @@ pub struct Cutoff<A>(pub A, pub u64);
 impl<A: App> App for Cutoff<A> {
     type State = A::State;
 
-    fn datagrams(&self) -> bool {
-        self.0.datagrams()
+    fn prepare<S>(&self, s: &mut Stream<'_, S>) {
+        self.0.prepare(s);
     }
 
     fn start<S>(&mut self, s: &Stream<'_, S>, st: &mut Self::State) -> Want {
@@ -363,6 +369,16 @@ impl<A: App> App for Cutoff<A> {
 /// The largest payload of one datagram: with this chunk size, segment
 /// delivery hands over each UDP datagram in one piece.
 pub const DATAGRAM_CHUNK: usize = 65_536;
+
+/// Sets a datagram stream (UDP, or another protocol delivered per packet)
+/// to segment delivery with room for a whole datagram per event, so that
+/// each data event is one datagram; TCP streams are left alone.
+pub fn datagrams_whole<S>(s: &mut Stream<'_, S>) {
+    if s.proto() != 6 {
+        s.set_delivery(Delivery::Segments);
+        s.set_chunk_size(DATAGRAM_CHUNK);
+    }
+}
 
 /// A stream's state under [`Apps`]: one pointer inline in the connection;
 /// the applications' states are allocated when the stream starts.
@@ -411,10 +427,7 @@ impl<A: App> Handler for Apps<A> {
     type State = AppsState<A::State>;
 
     fn on_create(&mut self, s: &mut Stream<'_, Self::State>) {
-        if self.app.datagrams() && s.proto() != 6 {
-            s.set_delivery(Delivery::Segments);
-            s.set_chunk_size(DATAGRAM_CHUNK);
-        }
+        self.app.prepare(s);
         let mut part = Box::new(Part::<A::State>::default());
         part.want = self.app.start(s, &mut part.state);
         let want = part.want;

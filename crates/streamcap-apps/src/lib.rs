@@ -12,6 +12,8 @@
 //! - [`compose`]: several applications on one capture and one
 //!   reassembly, each with its own cutoff.
 //! - [`sink`]: where applications' records go.
+//! - [`http`]: HTTP/1.x transactions found by content on any port,
+//!   logged as Zeek's `http.log` (JSON or TSV).
 //! - [`conn_id`]: the connection names (Zeek `uid`, EVE `flow_id`) every
 //!   application's records share.
 
@@ -20,6 +22,7 @@
 pub mod classify;
 pub mod compose;
 pub mod conn_id;
+pub mod http;
 pub mod logs;
 pub mod nids;
 pub mod sink;

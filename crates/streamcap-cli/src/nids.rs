@@ -467,8 +467,8 @@ impl Handler for NidsCli {
 impl compose::App for NidsCli {
     type State = NidsState;
 
-    fn datagrams(&self) -> bool {
-        true
+    fn prepare<S>(&self, s: &mut Stream<'_, S>) {
+        compose::App::prepare(&self.nids, s);
     }
 
     fn start<S>(&mut self, s: &Stream<'_, S>, st: &mut NidsState) -> Want {

@@ -109,8 +109,8 @@ impl<K: Records<SslRecord>> Classify<K> {
 impl<K: Records<SslRecord>> compose::App for Classify<K> {
     type State = Evidence;
 
-    fn datagrams(&self) -> bool {
-        true
+    fn prepare<S>(&self, s: &mut Stream<'_, S>) {
+        compose::datagrams_whole(s);
     }
 
     fn start<S>(&mut self, s: &Stream<'_, S>, _: &mut Evidence) -> Want {

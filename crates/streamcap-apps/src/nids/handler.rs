@@ -3,7 +3,7 @@
 
 use super::alert::AlertSink;
 use super::detector::{Detector, NidsState};
-use crate::compose::{apply_want, App, Notes, Reply, Want};
+use crate::compose::{self, apply_want, App, Notes, Reply, Want};
 use std::sync::Arc;
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
 use streamcap::flow::Direction;
@@ -86,8 +86,8 @@ impl<K: AlertSink> Handler for Nids<K> {
 impl<K: AlertSink> App for Nids<K> {
     type State = NidsState;
 
-    fn datagrams(&self) -> bool {
-        true
+    fn prepare<S>(&self, s: &mut Stream<'_, S>) {
+        compose::datagrams_whole(s);
     }
 
     fn start<S>(&mut self, s: &Stream<'_, S>, st: &mut NidsState) -> Want {

@@ -104,8 +104,8 @@ fn is_dns(msg: &[u8]) -> bool {
 impl<K: Records<DnsRecord>> App for DnsLog<K> {
     type State = DnsDir;
 
-    fn datagrams(&self) -> bool {
-        true
+    fn prepare<S>(&self, s: &mut Stream<'_, S>) {
+        crate::compose::datagrams_whole(s);
     }
 
     fn start<S>(&mut self, s: &Stream<'_, S>, _: &mut DnsDir) -> Want {
