@@ -214,6 +214,19 @@ impl ZeekRecord for super::tls::SslRecord {
     }
 }
 
+impl ZeekRecord for crate::http::HttpRecord {
+    const PATH: &'static str = "http";
+    fn tsv_header(open: &str) -> String {
+        crate::http::record::tsv_header(open)
+    }
+    fn tsv_line(&self) -> String {
+        self.to_tsv()
+    }
+    fn json(&self) -> String {
+        self.to_json()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
