@@ -7,6 +7,8 @@
 #   procps   - sysctl, to switch IPv6 off on the test veth pairs
 #   libhyperscan5 - Hyperscan, loaded at run time by `streamcap nids` (the
 #              tests run every NIDS case on it and on aho-corasick)
+#   libndpi-bin - nDPI's ndpiReader (4.2 on Debian 12), which the classifier
+#              is compared with (crates/streamcap-apps/tests/ndpi.rs)
 #   suricata - Suricata 7, which `streamcap nids` is compared with; on
 #              Debian 12 it comes from bookworm-backports, which this script
 #              adds to apt's sources when it is missing
@@ -29,7 +31,7 @@
 #   libssl-dev                                - OpenSSL's SHA-256 for the nids_analyse peer
 #   tcpreplay                                 - streamcap-bench overload-live's paced replay
 set -euo pipefail
-pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5)
+pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay)
 fi

@@ -168,6 +168,8 @@ fn case(
 fn cases() -> Vec<Case> {
     use Transport::{Tcp, Udp};
     let q = query(0xbeef, "www.example.com", 1);
+    // An LLMNR query (type ANY) for a UTF-8 host name.
+    let llmnr = query(0x5374, "小佛專機", 255);
     let r = response(
         0xbeef,
         "www.example.com",
@@ -194,6 +196,14 @@ fn cases() -> Vec<Case> {
             App::Http,
         ),
         case("http-0.9", Tcp, &[b"GET /bad.html\r\n"], &[b"<html>\n"], 80, App::Http),
+        case(
+            "http-spaced-path",
+            Tcp,
+            &[b"GET /cgi-bin/handler/netsonar;cat /etc/passwd|?data=Download HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"],
+            &[],
+            8080,
+            App::Http,
+        ),
         case("tls", Tcp, &[&tls_client()], &[&tls_server()], 443, App::Tls),
         case("tls-server-only", Tcp, &[], &[&tls_server()], 443, App::Tls),
         case(
@@ -214,6 +224,7 @@ fn cases() -> Vec<Case> {
         ),
         case("dns-udp", Udp, &[&q], &[&r], 53, App::Dns),
         case("dns-udp-query-only", Udp, &[&q], &[], 53, App::Dns),
+        case("llmnr-utf8", Udp, &[&llmnr], &[], 5355, App::Dns),
         case("dns-tcp", Tcp, &[&tcp_dns(&q)], &[&tcp_dns(&r)], 53, App::Dns),
         case(
             "smtp",
@@ -634,4 +645,60 @@ fn evidence_is_one_pointer_and_reads_a_bounded_prefix() {
     e.feed_stream(1004, b"/ HTTP/1.0\r\n");
     assert!(e.is_done());
     assert_eq!(e.hint(), Some(probe::Hint::HttpRequest));
+}
+
+#[test]
+fn request_lines_with_spaces_and_utf8_names() {
+    let http = |line: &[u8]| classify_flow(Transport::Tcp, &[line], &[], 50_000, 9999).app;
+    // A path with spaces (an attack's command) before the version: HTTP.
+    assert_eq!(http(b"GET /a;cat /etc/passwd| HTTP/1.1\r\n"), App::Http);
+    assert_eq!(http(b"POST /x y z HTTP/1.0\r\n\r\n"), App::Http);
+    // Not without a version, a known method, a path, or with control bytes.
+    assert_eq!(http(b"GET /a b\r\n"), App::Unknown);
+    assert_eq!(http(b"GET /a b HTTP/1.1 \r\n"), App::Unknown);
+    assert_eq!(http(b"FETCH /a b HTTP/1.1\r\n"), App::Unknown);
+    assert_eq!(http(b"GET a b HTTP/1.1\r\n"), App::Unknown);
+    assert_eq!(http(b"GET /a\tb HTTP/1.1\r\n"), App::Unknown);
+    // Split anywhere, the same answer.
+    let line = b"GET /a;cat /etc/passwd| HTTP/1.1\r\n";
+    for i in 1..line.len() {
+        let c = classify_flow(Transport::Tcp, &[&line[..i], &line[i..]], &[], 50_000, 9999);
+        assert_eq!(c.app, App::Http, "cut at {i}");
+    }
+    // DNS names: UTF-8 (mDNS, LLMNR) yes; control characters or bytes
+    // that are not UTF-8, no.
+    let dns = |m: &[u8]| classify_flow(Transport::Udp, &[m], &[], 50_000, 9999).app;
+    assert_eq!(dns(&query(1, "小佛專機.local", 255)), App::Dns);
+    assert_eq!(dns(&query(1, "b\u{7}ell", 1)), App::Unknown);
+    assert_eq!(dns(&query(1, "a\u{a0}b", 1)), App::Unknown);
+    let mut bad = query(1, "abcd", 1);
+    bad[13] = 0xff;
+    assert_eq!(dns(&bad), App::Unknown);
+}
+
+#[test]
+fn netbios_name_service_refreshes_are_dns() {
+    // A broadcast "refresh NB WORKGROUP<00>" (opcode 8), as macOS sends it.
+    let mut refresh = b"\x45\x97\x40\x10\x00\x01\x00\x00\x00\x00\x00\x01\x20".to_vec();
+    refresh.extend_from_slice(b"FHEPFCELEHFCEPFFFACACACACACACAAA\x00\x00\x20\x00\x01");
+    refresh.extend_from_slice(
+        b"\xc0\x0c\x00\x20\x00\x01\x00\x00\x03\x84\x00\x06\xe0\x00\xc0\xa8\x01\x75",
+    );
+    let dns = |m: &[u8], p| classify_flow(Transport::Udp, &[m], &[], p, p).app;
+    assert_eq!(dns(&refresh, 137), App::Dns);
+    assert_eq!(dns(&refresh, 40_000), App::Dns);
+    // Release (6), WACK (7) and the other refresh code (9) too.
+    for op in [6u8, 7, 9] {
+        let mut m = refresh.clone();
+        m[2] = (m[2] & 0x87) | (op << 3);
+        assert_eq!(dns(&m, 137), App::Dns, "opcode {op}");
+    }
+    // Those opcodes are NetBIOS's only: not before a DNS name.
+    let mut q = query(1, "www.example.com", 1);
+    q[2] = (q[2] & 0x87) | (8 << 3);
+    assert_eq!(dns(&q, 53), App::Unknown);
+    // Nor opcodes beyond.
+    let mut m = refresh.clone();
+    m[2] = (m[2] & 0x87) | (10 << 3);
+    assert_eq!(dns(&m, 137), App::Unknown);
 }

@@ -11,13 +11,27 @@ fn be64(b: &[u8], i: usize) -> Option<u64> {
     Some(u64::from_be_bytes(b.get(i..i + 8)?.try_into().ok()?))
 }
 
-/// A DNS header that DNS software would send: a known opcode, the
-/// reserved bit clear, a response code below 11, few questions, and
-/// section counts that make sense for a query or a response. Returns
-/// whether it is a response.
+/// Whether the message's first name (right after the header) is a
+/// NetBIOS name: one label of 32 letters `A` to `P` (RFC 1001 §14.1).
+fn netbios_name_first(msg: &[u8]) -> bool {
+    msg.get(HEADER_LEN) == Some(&32)
+        && msg
+            .get(HEADER_LEN + 1..HEADER_LEN + 33)
+            .is_some_and(|l| l.iter().all(|b| (b'A'..=b'P').contains(b)))
+}
+
+/// A DNS header that DNS software would send: a known opcode (and the
+/// NetBIOS name service's release, WACK and refresh, 6 to 9, before a
+/// NetBIOS name), the reserved bit clear, a response code below 11, few
+/// questions, and section counts that make sense for a query or a
+/// response. Returns whether it is a response.
 pub fn plausible_dns_header(msg: &[u8]) -> Option<bool> {
     let h = Header::parse(msg)?;
-    let opcode_ok = matches!(h.opcode(), 0 | 1 | 2 | 4 | 5);
+    let opcode_ok = match h.opcode() {
+        0 | 1 | 2 | 4 | 5 => true,
+        6..=9 => netbios_name_first(msg),
+        _ => false,
+    };
     if !opcode_ok || h.flags & 0x0040 != 0 || h.rcode() > 10 || h.qdcount > 16 {
         return None;
     }
@@ -31,8 +45,19 @@ pub fn plausible_dns_header(msg: &[u8]) -> Option<bool> {
     Some(h.qr())
 }
 
+/// Whether a question name is one DNS software sends: visible ASCII, or
+/// UTF-8 without control characters or spaces (mDNS and LLMNR names are
+/// UTF-8: RFC 6762 §16, RFC 4795 §2.1).
+fn plausible_name(name: &[u8]) -> bool {
+    if name.iter().all(|&b| (0x21..0x7f).contains(&b)) {
+        return true;
+    }
+    std::str::from_utf8(name)
+        .is_ok_and(|s| s.chars().all(|c| !c.is_control() && !c.is_whitespace()))
+}
+
 /// A DNS message: a plausible header, and questions with names of
-/// visible ASCII and a known class. `whole`: `msg` is the whole message,
+/// visible ASCII (or UTF-8) and a known class. `whole`: `msg` is the whole message,
 /// whose records must then read to its end (trailing bytes only zeros) or
 /// be cut short by it (a snapshot length); else only the questions that
 /// fit are read.
@@ -47,7 +72,7 @@ pub fn plausible_dns(msg: &[u8], whole: bool) -> Option<bool> {
             Err(_) if !whole => return Some(response).filter(|_| p > HEADER_LEN),
             Err(_) => return None,
         };
-        if !name.iter().all(|&b| (0x21..0x7f).contains(&b)) {
+        if !plausible_name(&name) {
             return None;
         }
         let (Some(t), Some(c)) = (msg.get(end..end + 2), msg.get(end + 2..end + 4)) else {

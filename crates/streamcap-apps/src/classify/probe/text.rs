@@ -50,10 +50,58 @@ const HTTP_METHODS: [&[u8]; 18] = [
 const REQUEST_LINE: usize = 1024;
 
 /// `METHOD SP target SP version`: HTTP/1.x, HTTP/2.0 (the `PRI` preface)
-/// or SIP/2.0, the line complete. Also HTTP/0.9's `GET /path` line, and
-/// an HTTP method with a path longer than `REQUEST_LINE` (1 KiB, read up to
-/// there: some requests are attacks on long paths).
+/// or SIP/2.0, the line complete. Also HTTP/0.9's `GET /path` line, an
+/// HTTP method with a path longer than `REQUEST_LINE` (1 KiB, read up to
+/// there: some requests are attacks on long paths), and an HTTP method
+/// with a path containing spaces before `HTTP/1.x` (attacks put commands
+/// there; nginx reads such a line up to its last space).
 pub fn request_line(buf: &[u8]) -> Verdict {
+    match strict_request_line(buf) {
+        Verdict::No => spaced_request_line(buf),
+        v => v,
+    }
+}
+
+/// `METHOD SP path-with-spaces SP HTTP/1.x`, for a known HTTP method and
+/// a path starting with `/`, the line complete and at most
+/// `REQUEST_LINE` bytes.
+fn spaced_request_line(buf: &[u8]) -> Verdict {
+    let (line, complete) = match first_line(buf) {
+        Ok(l) => (l, true),
+        Err(p) => (p, false),
+    };
+    if line.len() > REQUEST_LINE {
+        return Verdict::No;
+    }
+    let Some(i) = memchr::memchr(b' ', line) else {
+        return Verdict::No;
+    };
+    let (method, rest) = (&line[..i], &line[i + 1..]);
+    if !HTTP_METHODS.contains(&method) || !rest.starts_with(b"/") {
+        return Verdict::No;
+    }
+    if !complete {
+        return if rest.iter().all(|&b| b == b' ' || is_target_char(b)) {
+            Verdict::More
+        } else {
+            Verdict::No
+        };
+    }
+    let Some(i) = memchr::memrchr(b' ', rest) else {
+        return Verdict::No;
+    };
+    let (target, version) = (&rest[..i], &rest[i + 1..]);
+    if (version == b"HTTP/1.1" || version == b"HTTP/1.0")
+        && target.iter().all(|&b| b == b' ' || is_target_char(b))
+    {
+        Verdict::Yes(Hint::HttpRequest)
+    } else {
+        Verdict::No
+    }
+}
+
+/// [`request_line`] without spaces in the target.
+fn strict_request_line(buf: &[u8]) -> Verdict {
     const VERSIONS: [(&[u8], bool); 5] = [
         (b"HTTP/1.1", true),
         (b"HTTP/1.0", true),
