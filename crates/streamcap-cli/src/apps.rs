@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
 use streamcap_apps::classify::{Classify, ClassifyStats};
 use streamcap_apps::compose::{self, Apps, Both, Cutoff};
+use streamcap_apps::http::{Http, HttpConfig, HttpRecord};
 use streamcap_apps::logs::dns::{DnsLog, DnsRecord};
 use streamcap_apps::logs::tls::SslRecord;
 use streamcap_apps::logs::zeek::{log_time, ZeekRecord};
@@ -167,9 +168,19 @@ type Joined = Both<
     Option<Cutoff<Classify<Option<LogWriter<SslRecord>>>>>,
     Both<
         Option<Cutoff<CliHandler>>,
-        Both<Option<Cutoff<DnsLog<LogWriter<DnsRecord>>>>, Option<Cutoff<NidsCli>>>,
+        Both<
+            Option<Cutoff<Http<LogWriter<HttpRecord>>>>,
+            Both<Option<Cutoff<DnsLog<LogWriter<DnsRecord>>>>, Option<Cutoff<NidsCli>>>,
+        >,
     >,
 >;
+
+/// `http.log` records into their log.
+impl streamcap_apps::http::RecordSink for LogWriter<HttpRecord> {
+    fn record(&mut self, r: HttpRecord) {
+        Records::record(self, r);
+    }
+}
 
 /// A worker's handler: the joined applications.
 pub(crate) struct MultiCli(Apps<Joined>);
@@ -196,7 +207,7 @@ impl Handler for MultiCli {
 
 impl Finish for MultiCli {
     fn finish_app(&mut self) -> StageEnd {
-        let Both(classify, Both(flows, Both(dns, nids))) = self.0.app();
+        let Both(classify, Both(flows, Both(http, Both(dns, nids)))) = self.0.app();
         let mut end = StageEnd::default();
         if let Some(Cutoff(c, _)) = classify {
             if let Some(w) = c.ssl.as_mut() {
@@ -207,6 +218,10 @@ impl Finish for MultiCli {
         if let Some(Cutoff(f, _)) = flows {
             let e = f.finish_app();
             end.files = e.files;
+        }
+        if let Some(Cutoff(h, _)) = http {
+            h.sink.hand_over(true);
+            end.http = Some(h.analyzer().stats().clone());
         }
         if let Some(Cutoff(d, _)) = dns {
             d.sink.hand_over(true);
@@ -229,6 +244,8 @@ pub(crate) struct AppChoice {
     pub ssl: Option<(Option<PathBuf>, LogFormat)>,
     /// Flow records in this format (written to `-o`).
     pub flows: Option<(u64, Format, bool)>,
+    /// `http.log`, with the analyser's settings.
+    pub http: Option<(u64, Option<PathBuf>, LogFormat, HttpConfig)>,
     /// `dns.log`.
     pub dns: Option<(u64, Option<PathBuf>, LogFormat)>,
     /// The NIDS, set up, and its cutoff.
@@ -240,6 +257,7 @@ pub(crate) struct AppSet {
     classify: Option<u64>,
     ssl: Option<LogOutput>,
     flows: Option<(u64, Outputs)>,
+    http: Option<(u64, LogOutput, HttpConfig)>,
     dns: Option<(u64, LogOutput)>,
     nids: Option<(u64, NidsApp)>,
 }
@@ -258,6 +276,12 @@ impl AppSet {
             Some((path, f)) => Some(LogOutput::open::<SslRecord>(path.as_deref(), f)?),
             None => None,
         };
+        let http = match choice.http {
+            Some((cut, path, f, cfg)) => {
+                Some((cut, LogOutput::open::<HttpRecord>(path.as_deref(), f)?, cfg))
+            }
+            None => None,
+        };
         let dns = match choice.dns {
             Some((cut, path, f)) => Some((cut, LogOutput::open::<DnsRecord>(path.as_deref(), f)?)),
             None => None,
@@ -266,9 +290,23 @@ impl AppSet {
             classify: choice.classify,
             ssl,
             flows,
+            http,
             dns,
             nids: choice.nids,
         })
+    }
+}
+
+impl AppSet {
+    /// The protocol logs.
+    fn logs(&mut self) -> impl Iterator<Item = &mut LogOutput> {
+        [
+            self.ssl.as_mut(),
+            self.http.as_mut().map(|(_, o, _)| o),
+            self.dns.as_mut().map(|(_, o)| o),
+        ]
+        .into_iter()
+        .flatten()
     }
 }
 
@@ -277,6 +315,7 @@ impl RunApp for AppSet {
 
     fn wants_bytes(&self) -> bool {
         self.classify.is_some()
+            || self.http.is_some()
             || self.dns.is_some()
             || self.nids.is_some()
             || self.flows.as_ref().is_some_and(|(_, o)| o.wants_bytes())
@@ -291,6 +330,10 @@ impl RunApp for AppSet {
             .flows
             .as_ref()
             .map(|(cut, o)| Cutoff(o.handler(failure, writers), *cut));
+        let http = self
+            .http
+            .as_ref()
+            .map(|(cut, o, cfg)| Cutoff(Http::new(cfg.clone(), o.writer(failure)), *cut));
         let dns = self
             .dns
             .as_ref()
@@ -301,7 +344,7 @@ impl RunApp for AppSet {
         };
         Ok(MultiCli(Apps::new(Both(
             classify,
-            Both(flows, Both(dns, nids)),
+            Both(flows, Both(http, Both(dns, nids))),
         ))))
     }
 
@@ -309,10 +352,7 @@ impl RunApp for AppSet {
         if let Some((_, o)) = &mut self.flows {
             o.begin(failure);
         }
-        for o in [self.ssl.as_mut(), self.dns.as_mut().map(|(_, o)| o)]
-            .into_iter()
-            .flatten()
-        {
+        for o in self.logs() {
             o.begin(failure);
         }
     }
@@ -321,10 +361,7 @@ impl RunApp for AppSet {
         if let Some((_, o)) = &mut self.flows {
             o.finish(failure);
         }
-        for o in [self.ssl.as_mut(), self.dns.as_mut().map(|(_, o)| o)]
-            .into_iter()
-            .flatten()
-        {
+        for o in self.logs() {
             o.finish(failure);
         }
         if let Some((_, n)) = &mut self.nids {
@@ -335,6 +372,13 @@ impl RunApp for AppSet {
     fn summary(&self, o: &Outcome, e: &mut dyn Write) {
         if let Some(c) = &o.classify {
             classify_summary(c, e);
+        }
+        if let Some(h) = &o.http {
+            let _ = writeln!(
+                e,
+                "  http.log     {} records: {} requests, {} responses on {} connections",
+                h.records, h.requests, h.responses, h.connections
+            );
         }
         if let Some(n) = o.dns_records {
             let _ = writeln!(e, "  dns.log      {n} records");
@@ -348,6 +392,17 @@ impl RunApp for AppSet {
         let mut m = serde_json::Map::new();
         if let Some(c) = &o.classify {
             m.insert("apps".into(), classify_json(c));
+        }
+        if let Some(h) = &o.http {
+            m.insert(
+                "http".into(),
+                serde_json::json!({
+                    "records": h.records,
+                    "requests": h.requests,
+                    "responses": h.responses,
+                    "connections": h.connections,
+                }),
+            );
         }
         if let Some(n) = o.dns_records {
             m.insert("dns_records".into(), n.into());

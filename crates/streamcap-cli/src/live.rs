@@ -222,6 +222,7 @@ pub(crate) fn run<A: RunApp>(
         nids: report.nids.take(),
         classify: report.classify.take(),
         dns_records: report.dns_records.take(),
+        http: report.http.take(),
         wall,
     };
     let source = format!("interface {iface}");

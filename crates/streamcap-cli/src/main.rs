@@ -21,6 +21,7 @@ mod size;
 mod stage;
 mod stats_json;
 mod tcpflow;
+mod with;
 mod zeek;
 
 use args::CpuList;
@@ -70,6 +71,18 @@ Examples:
   streamcap nids -r trace.pcap --rules web.rules --set 'HOME_NET=[10.0.0.0/8]' --cutoff 10KiB
   sudo streamcap nids -i eth0 --rules local.rules --workers 2";
 
+const HTTP_EXAMPLES: &str = "\
+Examples:
+  streamcap http -r trace.pcap                       http.log as Zeek JSON lines on stdout
+  streamcap http -r trace.pcap --format zeek -o http.log
+  streamcap http -r trace.pcap --hash-bodies 'tcp port 8080'";
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  streamcap run -r trace.pcap -w out --with flows --with app --with http --with dns --with tls
+  streamcap run -r trace.pcap -w out --with flows,digest,cutoff=1MiB --with nids=local.rules,cutoff=10KiB
+  streamcap run -r trace.pcap -w out --log-format zeek --with flows --with app --with http";
+
 const STREAMS_EXAMPLES: &str = "\
 Examples:
   streamcap streams -r trace.pcap -w out/               files named like tcpflow's
@@ -111,6 +124,23 @@ enum Cmd {
     /// the summary with per-signature counts to stderr.
     #[command(after_help = NIDS_EXAMPLES)]
     Nids(nids::NidsArgs),
+    /// HTTP/1.x transactions as Zeek's http.log (JSON or TSV), found by content on any port.
+    ///
+    /// Requests and responses are parsed with httparse, the head kept in
+    /// one piece while it is incomplete (Scap's keep_chunk); persistent
+    /// connections, pipelining, Content-Length, chunked and
+    /// close-delimited bodies (counted, not copied), 1xx, HEAD, 204 and
+    /// 304; requests left unanswered are written at the end. The `uid` is
+    /// the conn.log uid of the same connection.
+    #[command(after_help = HTTP_EXAMPLES)]
+    Http(with::HttpArgs),
+    /// Several applications in one pass: flows, app, http, dns, tls, nids.
+    ///
+    /// One capture, one reassembly: each stream is kept as long as any
+    /// application still wants its bytes, and each application sees only
+    /// the bytes it asked for (`,cutoff=BYTES`). Outputs go to -w DIR.
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(with::RunArgs),
     /// Send the frames of a capture out of an interface, optionally at a fixed rate.
     Replay(replay::ReplayArgs),
     /// Print the manual page (roff) of streamcap, or of one subcommand.
@@ -401,6 +431,8 @@ fn dispatch(cmd: Cmd) -> ExitCode {
         Cmd::Demo { out } => demo(out),
         Cmd::Replay(a) => replay::run(a),
         Cmd::Nids(a) => nids::run(a),
+        Cmd::Http(a) => with::http(a),
+        Cmd::Run(a) => with::run(a),
         Cmd::Flows(a) if a.app => {
             let choice = apps::AppChoice {
                 classify: Some(u64::MAX),

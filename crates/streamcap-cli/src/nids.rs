@@ -5,8 +5,9 @@ use crate::handler::{Failure, SharedFailure};
 use crate::output::{Format, RecordFormat};
 use crate::run::{self, usage, Outcome, RunApp};
 use crate::sink::{BatchSink, SharedOutput};
+use crate::size;
 use crate::stage::{Finish, StageEnd};
-use crate::{size, Common};
+use crate::Common;
 use clap::{Args, ValueEnum};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -49,14 +50,9 @@ pub enum EngineArg {
     Hyperscan,
 }
 
-/// The options of `streamcap nids`.
+/// How rules are read and compiled (`nids`, and `run --with nids=RULES`).
 #[derive(Args)]
-pub struct NidsArgs {
-    /// Rule file in Suricata/Snort syntax; repeatable. Rules with keywords
-    /// outside the supported subset are rejected with file, line and
-    /// keyword; the others load.
-    #[arg(short = 'S', long = "rules", value_name = "FILE", required = true)]
-    rules: Vec<PathBuf>,
+pub struct RuleOptions {
     /// Variables ($HOME_NET, $HTTP_PORTS...) from a YAML file in
     /// Suricata's layout (`vars: address-groups: ... port-groups: ...`),
     /// such as suricata.yaml. [default: Suricata's default values]
@@ -70,9 +66,6 @@ pub struct NidsArgs {
     /// category and default severity. [default: Suricata's list]
     #[arg(long, value_name = "FILE")]
     classification_config: Option<PathBuf>,
-    /// Alert format.
-    #[arg(long, value_enum, default_value = "eve")]
-    format: AlertFormat,
     /// Pattern-matching engine.
     #[arg(long, value_enum, default_value = "auto")]
     engine: EngineArg,
@@ -88,89 +81,119 @@ pub struct NidsArgs {
     /// per keyword).
     #[arg(long)]
     show_rejected: bool,
+}
+
+impl RuleOptions {
+    /// `--window-memory`.
+    pub(crate) fn window_memory(&self) -> Option<u64> {
+        self.window_memory
+    }
+}
+
+/// The options of `streamcap nids`.
+#[derive(Args)]
+pub struct NidsArgs {
+    /// Rule file in Suricata/Snort syntax; repeatable. Rules with keywords
+    /// outside the supported subset are rejected with file, line and
+    /// keyword; the others load.
+    #[arg(short = 'S', long = "rules", value_name = "FILE", required = true)]
+    rules: Vec<PathBuf>,
+    /// Alert format.
+    #[arg(long, value_enum, default_value = "eve")]
+    format: AlertFormat,
+    #[command(flatten)]
+    options: RuleOptions,
     #[command(flatten)]
     common: Common,
 }
 
 /// Runs `streamcap nids`.
 pub fn run(a: NidsArgs) -> ExitCode {
+    let set = match load(&a.rules, &a.options, a.common.quiet) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let (format, window_memory) = (a.format, a.options.window_memory);
+    run::run(a.common, None, move |c, _| {
+        NidsApp::open(c.output.as_deref(), format, set, window_memory)
+    })
+}
+
+/// Reads, checks and compiles the rules of `files`: rejected rules on
+/// stderr, what loaded too unless `quiet`; a usage error (exit 2) if none
+/// loads or an option is wrong.
+pub(crate) fn load(
+    files: &[PathBuf],
+    o: &RuleOptions,
+    quiet: bool,
+) -> Result<Arc<RuleSet>, ExitCode> {
     let started = Instant::now();
     let mut vars = Vars::default();
-    if let Some(p) = &a.vars {
-        if let Err(e) = vars.load_yaml(p) {
-            return usage(format!("--vars {}: {e}", p.display()));
-        }
+    if let Some(p) = &o.vars {
+        vars.load_yaml(p)
+            .map_err(|e| usage(format!("--vars {}: {e}", p.display())))?;
     }
-    for s in &a.set {
+    for s in &o.set {
         let Some((name, value)) = s.split_once('=') else {
-            return usage(format!("--set {s:?}: expected NAME=VALUE"));
+            return Err(usage(format!("--set {s:?}: expected NAME=VALUE")));
         };
-        if let Err(e) = vars.set(name.trim().trim_start_matches('$'), value.trim()) {
-            return usage(format!("--set {s:?}: {e}"));
-        }
+        vars.set(name.trim().trim_start_matches('$'), value.trim())
+            .map_err(|e| usage(format!("--set {s:?}: {e}")))?;
     }
-    if let Some(p) = &a.classification_config {
-        match Classifications::load(p) {
-            Ok(c) => vars.classifications = c,
-            Err(e) => return usage(format!("--classification-config: {e}")),
-        }
+    if let Some(p) = &o.classification_config {
+        vars.classifications =
+            Classifications::load(p).map_err(|e| usage(format!("--classification-config: {e}")))?;
     }
     let mut parsed = Parsed::default();
-    for path in &a.rules {
-        match load_rule_file(path, &vars) {
-            // Duplicate (gid, sid) pairs are found across files too.
-            Ok(p) => parsed.extend(p),
-            Err(e) => return usage(format!("{}: cannot read the rules: {e}", path.display())),
-        }
+    for path in files {
+        // Duplicate (gid, sid) pairs are found across files too.
+        let p = load_rule_file(path, &vars)
+            .map_err(|e| usage(format!("{}: cannot read the rules: {e}", path.display())))?;
+        parsed.extend(p);
     }
     let Parsed {
         rules,
         errors: rejected,
     } = parsed;
-    report_rejected(&rejected, a.show_rejected);
+    report_rejected(&rejected, o.show_rejected);
     if rules.is_empty() {
-        return usage(format!(
+        return Err(usage(format!(
             "no rule loaded from {} ({} rejected)",
-            names(&a.rules),
+            names(files),
             rejected.len()
-        ));
+        )));
     }
-    let engine = match pick_engine(a.engine) {
-        Ok(e) => e,
-        Err(e) => return usage(e),
-    };
-    if a.window as usize > MAX_WINDOW {
-        return usage(format!("--window {}: at most {MAX_WINDOW} bytes", a.window));
+    let engine = pick_engine(o.engine).map_err(usage)?;
+    if o.window as usize > MAX_WINDOW {
+        return Err(usage(format!(
+            "--window {}: at most {MAX_WINDOW} bytes",
+            o.window
+        )));
+    }
+    if let Some(m) = o.window_memory {
+        if streamcap::source::physical_memory().is_some_and(|phys| m > phys) {
+            return Err(usage(format!(
+                "--window-memory {m}: more than the machine's memory"
+            )));
+        }
     }
     let opts = CompileOptions {
         engine,
-        window: a.window as usize,
+        window: o.window as usize,
     };
     let loaded = rules.len();
-    let set = match RuleSet::compile(rules, &vars.classifications, &opts) {
-        Ok(s) => Arc::new(s),
-        Err(e) => return usage(format!("cannot compile the rules: {e}")),
-    };
-    if let Some(m) = a.window_memory {
-        if streamcap::source::physical_memory().is_some_and(|phys| m > phys) {
-            return usage(format!(
-                "--window-memory {m}: more than the machine's memory"
-            ));
-        }
-    }
-    if !a.common.quiet {
+    let set = RuleSet::compile(rules, &vars.classifications, &opts)
+        .map_err(|e| usage(format!("cannot compile the rules: {e}")))?;
+    if !quiet {
         eprintln!(
             "streamcap: {loaded} rules loaded from {} ({} rejected) in {:.0} ms; {}",
-            names(&a.rules),
+            names(files),
             rejected.len(),
             started.elapsed().as_secs_f64() * 1e3,
             set.describe().join("; ")
         );
     }
-    let (format, window_memory) = (a.format, a.window_memory);
-    run::run(a.common, None, move |c, _| {
-        NidsApp::open(c, format, set, window_memory)
-    })
+    Ok(Arc::new(set))
 }
 
 /// The engine to use: `auto` takes Hyperscan when it loads.
@@ -227,20 +250,18 @@ pub(crate) struct NidsApp {
 }
 
 impl NidsApp {
-    fn open(
-        c: &Common,
+    /// Opens `path` (none: standard output) for the alerts of `set`.
+    pub(crate) fn open(
+        path: Option<&Path>,
         format: AlertFormat,
         set: Arc<RuleSet>,
         window_memory: Option<u64>,
     ) -> Result<NidsApp, String> {
-        let raw = run::open_output(c.output.as_deref()).map_err(|e| {
-            let p = c.output.as_deref().unwrap_or(Path::new("-"));
+        let raw = run::open_output(path).map_err(|e| {
+            let p = path.unwrap_or(Path::new("-"));
             format!("{}: cannot create: {e}", p.display())
         })?;
-        let out_name = c
-            .output
-            .as_ref()
-            .map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
+        let out_name = path.map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
         // Alerts are formatted by the workers; the record format is unused.
         let unused = RecordFormat {
             format: Format::Json,

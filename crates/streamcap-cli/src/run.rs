@@ -483,6 +483,8 @@ pub(crate) struct Outcome {
     pub classify: Option<streamcap_apps::classify::ClassifyStats>,
     /// `dns.log` records written, when it ran.
     pub dns_records: Option<u64>,
+    /// The HTTP analyser's counters, when it ran.
+    pub http: Option<streamcap_apps::http::HttpStats>,
     pub wall: f64,
 }
 
@@ -735,6 +737,7 @@ pub(crate) fn run<A: RunApp>(
         nids: report.nids.take(),
         classify: report.classify.take(),
         dns_records: report.dns_records.take(),
+        http: report.http.take(),
         wall,
     };
     if !c.quiet {

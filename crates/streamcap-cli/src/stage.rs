@@ -9,6 +9,7 @@ use streamcap::dispatch::workers::ParallelReport;
 use streamcap::source::{KernelStats, LiveError};
 use streamcap::{GlobalStats, SourceError};
 use streamcap_apps::classify::ClassifyStats;
+use streamcap_apps::http::HttpStats;
 use streamcap_apps::nids::NidsStats;
 
 /// What a finished handler (or analysis stage) leaves for the summary.
@@ -24,6 +25,8 @@ pub(crate) struct StageEnd {
     pub classify: Option<ClassifyStats>,
     /// `dns.log` records written, when it ran.
     pub dns_records: Option<u64>,
+    /// The HTTP analyser's counters, when it ran.
+    pub http: Option<HttpStats>,
 }
 
 impl StageEnd {
@@ -50,6 +53,9 @@ impl StageEnd {
         }
         if let Some(n) = o.dns_records {
             *self.dns_records.get_or_insert(0) += n;
+        }
+        if let Some(h) = o.http {
+            self.http.get_or_insert_with(HttpStats::default).add(&h);
         }
     }
 }
@@ -107,6 +113,8 @@ pub(crate) struct Finished {
     pub classify: Option<ClassifyStats>,
     /// `dns.log` records, summed over the workers.
     pub dns_records: Option<u64>,
+    /// The HTTP analysers' counters, summed over the workers.
+    pub http: Option<HttpStats>,
     pub kernel: Vec<KernelStats>,
     pub live_error: Option<LiveError>,
 }
@@ -127,6 +135,7 @@ impl Finished {
             nids: None,
             classify: None,
             dns_records: None,
+            http: None,
             kernel: Vec::new(),
             live_error: None,
         };
@@ -150,6 +159,7 @@ impl Finished {
         out.nids = end.nids;
         out.classify = end.classify;
         out.dns_records = end.dns_records;
+        out.http = end.http;
         out
     }
 }
