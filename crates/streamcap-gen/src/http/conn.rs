@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 
 use crate::capture::{Direction, FlowGenerator, GeneratedFlow};
 use crate::prng::SplitMix64;
-use crate::tcp::{Close, Reorder, TcpConversation};
+use crate::tcp::{Close, TcpConversation};
 use crate::truth::ByteRange;
 
 use super::message::{body, head, Built};
@@ -258,13 +258,24 @@ fn build(
         } else {
             "http"
         });
-    if let Some(w) = p.reorder {
-        conv = conv.reorder(Reorder::Window(w));
-    }
     for (dir, bytes, cuts) in sc.sends {
         conv = conv.send_cut(dir, bytes, cuts);
     }
     let segs = conv.data_segments();
+    if let Some(w) = p.reorder {
+        // Two consecutive segments of one direction with nothing of the
+        // other between them trade places: what a capture point can see
+        // (a response never comes before the request it answers).
+        let mut k = 0;
+        while k + 1 < segs.len() {
+            if segs[k].dir == segs[k + 1].dir {
+                conv = conv.swap_segments(segs[k].index, segs[k + 1].index);
+                k += w;
+            } else {
+                k += 1;
+            }
+        }
+    }
     let spans = |dir: Direction, r: ByteRange| {
         segs.iter()
             .filter(|s| s.dir == dir && s.range.start < r.end && s.range.end > r.start)

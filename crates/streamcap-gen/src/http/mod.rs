@@ -38,10 +38,11 @@
 //!   awkward offsets: inside the start line, between a CR and its LF,
 //!   inside the `\r\n\r\n` ending a head, inside a chunk-size line, between
 //!   chunk data and its CRLF, inside the last chunk or its trailers;
-//! * [`HttpConfig::reorder`] of the connections have their data segments
-//!   reordered within windows of two to four (see
-//!   [`Reorder::Window`](crate::Reorder::Window)): the streams are intact,
-//!   but an analyser must reassemble them.
+//! * [`HttpConfig::reorder`] of the connections have pairs of consecutive
+//!   segments of one direction swapped (every second to fourth pair, with
+//!   no segment of the other direction between them, so a response is
+//!   never captured before the request it answers): the streams are
+//!   intact, but an analyser must reassemble them.
 //!
 //! No `Content-Encoding` is used (bodies are entities as sent) and URIs
 //! hold no `%` escapes, so Zeek's `uri` (unescaped) is the URI as sent and
