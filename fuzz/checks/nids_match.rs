@@ -18,10 +18,7 @@ use etherparse::PacketBuilder;
 use std::sync::Arc;
 use streamcap::deliver::Delivery;
 use streamcap::{Config, LinkType, RawPacket, Timestamp, Worker};
-use streamcap_apps::nids::rule::{
-    Action, AddrSpec, Content, FlowOptions, Header, PayloadMatch, PortSpec, Rule, RuleProto,
-    RuleSource,
-};
+use streamcap_apps::nids::rule::{Content, PayloadMatch, Rule, RuleProto};
 use streamcap_apps::nids::{Alert, CompileOptions, EngineKind, Nids, RuleSet};
 
 /// Runs the checks on one input (panics on a violation).
@@ -145,31 +142,7 @@ pub fn run(data: &[u8]) {
 }
 
 fn rule(sid: u32, matches: Vec<PayloadMatch>) -> Rule {
-    Rule {
-        header: Header {
-            action: Action::Alert,
-            proto: RuleProto::Tcp,
-            src: AddrSpec::Any,
-            src_ports: PortSpec::Any,
-            bidirectional: false,
-            dst: AddrSpec::Any,
-            dst_ports: PortSpec::Any,
-        },
-        msg: format!("pattern {sid}"),
-        sid,
-        rev: 1,
-        gid: 1,
-        classtype: None,
-        priority: None,
-        references: Vec::new(),
-        metadata: Vec::new(),
-        flow: FlowOptions::default(),
-        matches,
-        source: RuleSource {
-            file: "fuzz".into(),
-            line: sid as usize,
-        },
-    }
+    Rule::new(sid, RuleProto::Tcp, matches)
 }
 
 /// A handshake, the client's stream in segments of the cut lengths (the

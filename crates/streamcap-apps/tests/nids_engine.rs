@@ -6,39 +6,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use streamcap::deliver::Delivery;
 use streamcap::Capture;
-use streamcap_apps::nids::rule::{
-    Action, AddrSpec, Content, FlowOptions, Header, PayloadMatch, PortSpec, Rule, RuleProto,
-    RuleSource,
-};
+use streamcap_apps::nids::rule::{Action, Content, PayloadMatch, Rule, RuleProto};
 use streamcap_apps::nids::{Alert, Classifications, CompileOptions, EngineKind, Nids, RuleSet};
 use streamcap_gen::{Capture as Gen, Direction, TcpConversation, UdpFlow};
 
 fn rule(sid: u32, proto: RuleProto, matches: Vec<PayloadMatch>) -> Rule {
-    Rule {
-        header: Header {
-            action: Action::Alert,
-            proto,
-            src: AddrSpec::Any,
-            src_ports: PortSpec::Any,
-            bidirectional: false,
-            dst: AddrSpec::Any,
-            dst_ports: PortSpec::Any,
-        },
-        msg: format!("rule {sid}"),
-        sid,
-        rev: 1,
-        gid: 1,
-        classtype: None,
-        priority: None,
-        references: Vec::new(),
-        metadata: Vec::new(),
-        flow: FlowOptions::default(),
-        matches,
-        source: RuleSource {
-            file: "test".into(),
-            line: sid as usize,
-        },
-    }
+    Rule::new(sid, proto, matches)
 }
 
 fn content(p: &[u8], f: impl FnOnce(&mut Content)) -> PayloadMatch {

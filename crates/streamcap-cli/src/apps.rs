@@ -5,9 +5,9 @@
 
 use crate::handler::{CliHandler, Failure, SharedFailure};
 use crate::nids::{NidsApp, NidsCli};
-use crate::output::{Format, RecordFormat};
-use crate::run::{self, Outcome, Outputs, RunApp};
-use crate::sink::{BatchSink, SharedOutput};
+use crate::output::Format;
+use crate::run::{Outcome, Outputs, RunApp};
+use crate::sink::{BatchSink, SharedOutput, TextBatch};
 use crate::stage::{Finish, StageEnd};
 use crate::Common;
 use std::io::Write;
@@ -46,20 +46,7 @@ impl LogOutput {
         path: Option<&Path>,
         format: LogFormat,
     ) -> Result<LogOutput, String> {
-        let raw = run::open_output(path).map_err(|e| {
-            let p = path.unwrap_or(Path::new("-"));
-            format!("{}: cannot create: {e}", p.display())
-        })?;
-        let name = path.map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
-        // Records are formatted by the workers; the record format is unused.
-        let unused = RecordFormat {
-            format: Format::Json,
-            files: false,
-            community_seed: 0,
-            app: false,
-        };
-        let out = SharedOutput::spawn(R::PATH, raw, unused)
-            .map_err(|e| format!("cannot start the writer thread of {name}: {e}"))?;
+        let (out, name) = crate::sink::text_output(R::PATH, path)?;
         Ok(LogOutput {
             framing: BatchSink::new(out.clone()),
             out,
@@ -73,10 +60,7 @@ impl LogOutput {
     fn writer<R>(&self, failure: &SharedFailure) -> LogWriter<R> {
         LogWriter {
             format: self.format,
-            sink: BatchSink::new(self.out.clone()),
-            batch: Vec::new(),
-            out_name: self.name.clone(),
-            failure: failure.clone(),
+            text: TextBatch::new(self.out.clone(), self.name.clone(), failure.clone()),
             records: 0,
             _r: PhantomData,
         }
@@ -118,10 +102,7 @@ fn now() -> streamcap::Timestamp {
 /// over in batches.
 pub(crate) struct LogWriter<R> {
     format: LogFormat,
-    sink: BatchSink,
-    batch: Vec<u8>,
-    out_name: String,
-    failure: SharedFailure,
+    text: TextBatch,
     /// Records written.
     pub records: u64,
     _r: PhantomData<fn(R)>,
@@ -130,34 +111,21 @@ pub(crate) struct LogWriter<R> {
 impl<R> LogWriter<R> {
     /// Hands the batch over (and with `flush` waits until it is written).
     fn hand_over(&mut self, flush: bool) {
-        if self.failure.is_set() {
-            self.batch.clear();
-            return;
-        }
-        let mut res = self.sink.write_all(&self.batch);
-        self.batch.clear();
-        if flush {
-            res = res.and_then(|()| self.sink.flush());
-        }
-        if let Err(e) = res {
-            self.failure.set(self.out_name.clone(), e);
-        }
+        self.text.hand_over(flush);
     }
 }
 
 impl<R: ZeekRecord> Records<R> for LogWriter<R> {
     fn record(&mut self, r: R) {
         self.records += 1;
-        match self.format {
+        let format = self.format;
+        self.text.add(|out| match format {
             LogFormat::Json => {
-                self.batch.extend_from_slice(r.json().as_bytes());
-                self.batch.push(b'\n');
+                out.extend_from_slice(r.json().as_bytes());
+                out.push(b'\n');
             }
-            LogFormat::Zeek => self.batch.extend_from_slice(r.tsv_line().as_bytes()),
-        }
-        if self.batch.len() >= 1 << 16 {
-            self.hand_over(false);
-        }
+            LogFormat::Zeek => out.extend_from_slice(r.tsv_line().as_bytes()),
+        });
     }
 }
 

@@ -2,9 +2,8 @@
 //! of a capture or an interface; alerts as EVE JSON lines or `fast.log`.
 
 use crate::handler::{Failure, SharedFailure};
-use crate::output::{Format, RecordFormat};
 use crate::run::{self, usage, Outcome, RunApp};
-use crate::sink::{BatchSink, SharedOutput};
+use crate::sink::{SharedOutput, TextBatch};
 use crate::size;
 use crate::stage::{Finish, StageEnd};
 use crate::Common;
@@ -257,20 +256,7 @@ impl NidsApp {
         set: Arc<RuleSet>,
         window_memory: Option<u64>,
     ) -> Result<NidsApp, String> {
-        let raw = run::open_output(path).map_err(|e| {
-            let p = path.unwrap_or(Path::new("-"));
-            format!("{}: cannot create: {e}", p.display())
-        })?;
-        let out_name = path.map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
-        // Alerts are formatted by the workers; the record format is unused.
-        let unused = RecordFormat {
-            format: Format::Json,
-            files: false,
-            community_seed: 0,
-            app: false,
-        };
-        let out = SharedOutput::spawn("alerts", raw, unused)
-            .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
+        let (out, out_name) = crate::sink::text_output("alerts", path)?;
         Ok(NidsApp {
             set,
             format,
@@ -291,10 +277,7 @@ impl RunApp for NidsApp {
     fn handler(&self, failure: &SharedFailure, _writers: usize) -> Result<NidsCli, String> {
         let writer = AlertWriter {
             format: self.format,
-            sink: BatchSink::new(self.out.clone()),
-            batch: Vec::new(),
-            out_name: self.out_name.clone(),
-            failure: failure.clone(),
+            text: TextBatch::new(self.out.clone(), self.out_name.clone(), failure.clone()),
         };
         let mut nids = Nids::new(self.set.clone(), writer);
         if let Some(m) = self.window_memory {
@@ -414,39 +397,16 @@ pub(crate) fn human_bytes(n: u64) -> String {
 /// over in batches.
 struct AlertWriter {
     format: AlertFormat,
-    sink: BatchSink,
-    batch: Vec<u8>,
-    out_name: String,
-    failure: SharedFailure,
-}
-
-impl AlertWriter {
-    /// Hands the batch over (and, with `flush`, waits until it is written).
-    fn hand_over(&mut self, flush: bool) {
-        if self.failure.is_set() {
-            self.batch.clear();
-            return;
-        }
-        let mut res = self.sink.write_all(&self.batch);
-        self.batch.clear();
-        if flush {
-            res = res.and_then(|()| self.sink.flush());
-        }
-        if let Err(e) = res {
-            self.failure.set(self.out_name.clone(), e);
-        }
-    }
+    text: TextBatch,
 }
 
 impl AlertSink for AlertWriter {
     fn alert(&mut self, alert: &Alert, rules: &RuleSet) {
-        match self.format {
-            AlertFormat::Eve => write_eve(alert, rules, &mut self.batch),
-            AlertFormat::Fast => write_fast(alert, rules, &mut self.batch),
-        }
-        if self.batch.len() >= 1 << 16 {
-            self.hand_over(false);
-        }
+        let format = self.format;
+        self.text.add(|out| match format {
+            AlertFormat::Eve => write_eve(alert, rules, out),
+            AlertFormat::Fast => write_fast(alert, rules, out),
+        });
     }
 }
 
@@ -479,7 +439,7 @@ impl Handler for NidsCli {
     fn on_tick(&mut self) {
         if self.last_flush.elapsed() >= LIVE_FLUSH {
             self.last_flush = Instant::now();
-            self.nids.sink.hand_over(true);
+            self.nids.sink.text.hand_over(true);
         }
     }
 }
@@ -521,7 +481,7 @@ impl compose::App for NidsCli {
 
 impl Finish for NidsCli {
     fn finish_app(&mut self) -> StageEnd {
-        self.nids.sink.hand_over(true);
+        self.nids.sink.text.hand_over(true);
         StageEnd {
             nids: Some(self.nids.detector().stats().clone()),
             ..StageEnd::default()

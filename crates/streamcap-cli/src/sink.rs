@@ -301,6 +301,83 @@ impl Write for BatchSink {
     }
 }
 
+/// Opens `path` (`-` or none: standard output) for text the workers
+/// format themselves (alerts, protocol logs), written by a thread named
+/// after `what`; the output and its name for messages.
+pub fn text_output(
+    what: &str,
+    path: Option<&std::path::Path>,
+) -> Result<(SharedOutput, String), String> {
+    let raw = crate::run::open_output(path).map_err(|e| {
+        let p = path.unwrap_or(std::path::Path::new("-"));
+        format!("{}: cannot create: {e}", p.display())
+    })?;
+    let name = path.map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
+    // Only `Job::Write`s reach this output: the record format is unused.
+    let unused = RecordFormat {
+        format: crate::output::Format::Json,
+        files: false,
+        community_seed: 0,
+        app: false,
+    };
+    let out = SharedOutput::spawn(what, raw, unused)
+        .map_err(|e| format!("cannot start the writer thread of {name}: {e}"))?;
+    Ok((out, name))
+}
+
+/// A worker's text on its way to a [`SharedOutput`] (alerts, protocol
+/// logs): each record is formatted into the batch by its writer
+/// ([`TextBatch::add`]), and the batch is handed over when it holds 64 KiB
+/// and at a flush. The first error is recorded in the run's `Failure`,
+/// after which nothing more is written.
+pub struct TextBatch {
+    sink: BatchSink,
+    batch: Vec<u8>,
+    out_name: String,
+    failure: crate::handler::SharedFailure,
+}
+
+impl TextBatch {
+    /// A batch for `shared`, named `out_name` in error messages.
+    pub fn new(
+        shared: SharedOutput,
+        out_name: String,
+        failure: crate::handler::SharedFailure,
+    ) -> TextBatch {
+        TextBatch {
+            sink: BatchSink::new(shared),
+            batch: Vec::new(),
+            out_name,
+            failure,
+        }
+    }
+
+    /// Formats one record into the batch with `write`; hands the batch
+    /// over when it is full.
+    pub fn add(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        write(&mut self.batch);
+        if self.batch.len() >= 1 << 16 {
+            self.hand_over(false);
+        }
+    }
+
+    /// Hands the batch over (and, with `flush`, waits until it is written).
+    pub fn hand_over(&mut self, flush: bool) {
+        if self.failure.is_set() {
+            self.batch.clear();
+            return;
+        }
+        let mut res = self.sink.write_all(&self.batch);
+        self.batch.clear();
+        if flush {
+            res = res.and_then(|()| self.sink.flush());
+        }
+        if let Err(e) = res {
+            self.failure.set(self.out_name.clone(), e);
+        }
+    }
+}
+
 /// A worker's end of a [`SharedOutput`] for flow records. The records of a
 /// batch are one worker's, in order, and different workers' batches never
 /// interleave.

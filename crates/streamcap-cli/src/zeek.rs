@@ -2,6 +2,7 @@
 
 use crate::record::FlowRecord;
 use sha2::{Digest, Sha256};
+use streamcap_apps::conn_id::{base62_uid, ConnId};
 
 /// The `#fields` line's names: Zeek's conn.log (base/protocols/conn/main.zeek,
 /// `ip_proto` last, as Zeek 6 and later write it), then `community_id` as
@@ -82,47 +83,28 @@ pub fn footer(close: &str) -> String {
     format!("#close\t{close}\n")
 }
 
-const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-
 /// "C" + 17 base62 characters, derived from a SHA-256 of the connection's
-/// first timestamp, key and serial number: the same input gives the same uid.
+/// first timestamp, key and serial number: the same input gives the same
+/// uid, and every log of a run names the connection alike
+/// ([`streamcap_apps::conn_id::ConnId`]).
 pub fn uid(r: &FlowRecord) -> String {
-    let mut h = Sha256::new();
-    h.update(r.ts.0.as_nanos().to_be_bytes());
-    h.update([r.proto.0]);
-    h.update(r.src_ip.to_string().as_bytes());
-    h.update(r.src_port.to_be_bytes());
-    h.update(b"|");
-    h.update(r.dst_ip.to_string().as_bytes());
-    h.update(r.dst_port.to_be_bytes());
-    h.update(r.extra.vlan_key.to_be_bytes());
-    h.update(r.extra.conn_id.to_be_bytes());
-    if let Some(t) = &r.tunnel {
-        h.update(b"|");
-        h.update(t.as_bytes());
+    ConnId {
+        first: r.ts.0,
+        proto: r.proto.0,
+        orig: (r.src_ip, r.src_port),
+        resp: (r.dst_ip, r.dst_port),
+        vlan_key: r.extra.vlan_key,
+        conn_id: r.extra.conn_id,
+        tunnel: r.tunnel.clone(),
     }
-    base62_uid(&h.finalize())
+    .uid()
 }
 
 /// The uid of a tunnel, for `tunnel_parents`: "C" and 17 base62
 /// characters of a SHA-256 of its description, so every connection of one
 /// tunnel names the same parent.
 pub fn tunnel_uid(tunnel: &str) -> String {
-    base62_uid(&Sha256::digest(tunnel.as_bytes()))
-}
-
-/// "C" and 17 base62 characters of the first 16 bytes of `d`.
-fn base62_uid(d: &[u8]) -> String {
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&d[..16]);
-    let mut v = u128::from_be_bytes(b);
-    let mut out = String::with_capacity(18);
-    out.push('C');
-    for _ in 0..17 {
-        out.push(char::from(BASE62[(v % 62) as usize]));
-        v /= 62;
-    }
-    out
+    base62_uid(&Sha256::digest(tunnel.as_bytes()).into())
 }
 
 /// Zeek's TCP endpoint states, as far as the history letters tell them.

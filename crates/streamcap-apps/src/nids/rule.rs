@@ -416,6 +416,39 @@ pub struct Rule {
     pub source: RuleSource,
 }
 
+impl Rule {
+    /// `alert PROTO any any -> any any (msg:"rule SID"; …; sid:SID; rev:1;)`
+    /// with these payload conditions: a rule built without text (by a
+    /// program, a test), read from `<built>`.
+    pub fn new(sid: u32, proto: RuleProto, matches: Vec<PayloadMatch>) -> Rule {
+        Rule {
+            header: Header {
+                action: Action::Alert,
+                proto,
+                src: AddrSpec::Any,
+                src_ports: PortSpec::Any,
+                bidirectional: false,
+                dst: AddrSpec::Any,
+                dst_ports: PortSpec::Any,
+            },
+            msg: format!("rule {sid}"),
+            sid,
+            rev: 1,
+            gid: 1,
+            classtype: None,
+            priority: None,
+            references: Vec::new(),
+            metadata: Vec::new(),
+            flow: FlowOptions::default(),
+            matches,
+            source: RuleSource {
+                file: "<built>".into(),
+                line: 0,
+            },
+        }
+    }
+}
+
 /// Why a rule was rejected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuleError {

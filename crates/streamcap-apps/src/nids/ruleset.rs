@@ -374,34 +374,10 @@ fn reach(rule: &Rule) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nids::rule::{AddrSpec, Content, FlowOptions, PortSpec, RuleSource};
+    use crate::nids::rule::Content;
 
     pub(crate) fn rule(sid: u32, proto: RuleProto, matches: Vec<PayloadMatch>) -> Rule {
-        Rule {
-            header: Header {
-                action: Action::Alert,
-                proto,
-                src: AddrSpec::Any,
-                src_ports: PortSpec::Any,
-                bidirectional: false,
-                dst: AddrSpec::Any,
-                dst_ports: PortSpec::Any,
-            },
-            msg: format!("rule {sid}"),
-            sid,
-            rev: 1,
-            gid: 1,
-            classtype: None,
-            priority: None,
-            references: Vec::new(),
-            metadata: Vec::new(),
-            flow: FlowOptions::default(),
-            matches,
-            source: RuleSource {
-                file: "test".into(),
-                line: sid as usize,
-            },
-        }
+        Rule::new(sid, proto, matches)
     }
 
     fn content(p: &str, f: impl FnOnce(&mut Content)) -> PayloadMatch {
