@@ -104,6 +104,11 @@ pub struct Config {
     /// connection; each late packet extends it. 0 turns this off. The
     /// default is TCP's TIME-WAIT, two maximum segment lifetimes (RFC 9293).
     pub time_wait: u64,
+    /// Active timeout, ns: a connection still open this long after its
+    /// first packet, and every such interval after, is reported through
+    /// [`crate::Handler::on_flow_update`] (flow exporters' periodic
+    /// records of long-lived flows). `None`: never.
+    pub active_timeout: Option<u64>,
     /// Most flows tracked at once; beyond it the least recently active is evicted.
     pub max_flows: usize,
     /// Out-of-order data bytes held per stream before the first hole is given up.
@@ -157,6 +162,7 @@ impl Default for Config {
             other_timeout: 60 * SEC,
             close_linger: 5 * SEC,
             time_wait: 240 * SEC,
+            active_timeout: None,
             max_flows: 1 << 20,
             max_ooo_bytes: 1 << 20,
             max_ooo_segments: 2048,

@@ -18,6 +18,8 @@ pub struct FlowEnd<'a, S> {
     pub(crate) history: &'a str,
     pub(crate) first: Timestamp,
     pub(crate) last: Timestamp,
+    /// An active-timeout report of an open connection, not its end.
+    pub(crate) update: bool,
 }
 
 impl<S> FlowEnd<'_, S> {
@@ -65,7 +67,14 @@ impl<S> FlowEnd<'_, S> {
     pub fn proto(&self) -> u8 {
         self.key.proto()
     }
-    /// Why the connection ended (taken from the orig descriptor's status).
+    /// Whether this is an active-timeout report of a connection still
+    /// open ([`Handler::on_flow_update`]), not its end.
+    pub fn is_update(&self) -> bool {
+        self.update
+    }
+
+    /// Why the connection ended (taken from the orig descriptor's status;
+    /// `Eof` for an update).
     pub fn end_reason(&self) -> super::EndReason {
         match (self.orig.status, self.resp.status) {
             (super::StreamStatus::Closed(r), _) | (_, super::StreamStatus::Closed(r)) => r,
@@ -112,6 +121,14 @@ pub trait Handler {
     }
     /// A connection ended; both directions' descriptors are final.
     fn on_flow_end(&mut self, flow: &mut FlowEnd<'_, Self::State>) {
+        let _ = flow;
+    }
+    /// A connection is still open at its active timeout
+    /// ([`crate::Config::active_timeout`]): its descriptors as they are
+    /// now (cumulative counters), for a periodic record. Connections
+    /// that end before their timeout get none; a connection gets one per
+    /// interval it stays open.
+    fn on_flow_update(&mut self, flow: &mut FlowEnd<'_, Self::State>) {
         let _ = flow;
     }
     /// Whether the handler takes each chunk by value

@@ -528,6 +528,7 @@ impl<H: Handler> Worker<H> {
             .table
             .insert_hashed(key, flow.hash, kind.list(), self.now, conn);
         self.note_deadline(kind.list());
+        self.schedule_active(idx, id);
         self.stats.max_flows = self.stats.max_flows.max(self.table.len() as u64);
         idx
     }

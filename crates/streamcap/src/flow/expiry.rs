@@ -3,11 +3,14 @@
 
 use super::{ListId, Side};
 use crate::deliver::context::cx;
-use crate::deliver::{DataReason, EndReason, Handler};
+use crate::deliver::{DataReason, EndReason, FlowEnd, Handler};
 use crate::dispatch::Worker;
 use crate::flow::conn::pair;
 use crate::time::Timestamp;
 use std::cmp::Reverse;
+
+/// The flush queue's side number of an active-timeout report.
+const ACTIVE: u8 = 2;
 
 impl<H: Handler> Worker<H> {
     pub(crate) fn expire(&mut self) {
@@ -17,7 +20,11 @@ impl<H: Handler> Worker<H> {
                 break;
             }
             self.flush.pop();
-            self.flush_stream(slot, id, if side == 0 { Side::A } else { Side::B });
+            match side {
+                0 => self.flush_stream(slot, id, Side::A),
+                1 => self.flush_stream(slot, id, Side::B),
+                _ => self.active_update(slot, id, deadline),
+            }
         }
         let lists = [
             (ListId::Tcp, self.cfg.tcp_timeout),
@@ -58,6 +65,56 @@ impl<H: Handler> Worker<H> {
             ListId::Closing => self.cfg.close_linger,
         };
         self.next_check = self.next_check.min(self.now.add_nanos(timeout));
+    }
+
+    /// Queues the first active-timeout report of a new connection (in
+    /// the flush queue, under the side number [`ACTIVE`]: one queue, one
+    /// test on the packet path).
+    pub(crate) fn schedule_active(&mut self, slot: u32, id: u64) {
+        if let Some(at) = self.cfg.active_timeout.filter(|&t| t > 0) {
+            self.flush
+                .push(Reverse((self.now.0.saturating_add(at), slot, id, ACTIVE)));
+        }
+    }
+
+    /// An active timeout fell due: the connection, if still open, is
+    /// reported, and its next report queued.
+    fn active_update(&mut self, slot: u32, id: u64, deadline: u64) {
+        let Some(at) = self.cfg.active_timeout.filter(|&t| t > 0) else {
+            return;
+        };
+        let Some((key, conn)) = self.table.entry_mut(slot) else {
+            return;
+        };
+        if conn.conn_id != id || conn.closing.is_some() {
+            // Gone, or closed and lingering: its end comes soon.
+            return;
+        }
+        let (first, last) = (conn.first(), conn.last());
+        let mut letters = [0u8; 16];
+        let history = conn.history.render(&mut letters);
+        let orig_side = conn.orig_side;
+        let (a, b) = conn.dirs.split_at_mut(1);
+        let (o, r) = match orig_side {
+            Side::A => (&mut a[0], &mut b[0]),
+            Side::B => (&mut b[0], &mut a[0]),
+        };
+        let (oi, ri) = (o.info(id, &self.defaults), r.info(id, &self.defaults));
+        let mut fe = FlowEnd {
+            key,
+            orig_side,
+            orig: &oi,
+            resp: &ri,
+            orig_state: &mut o.user,
+            resp_state: &mut r.user,
+            history,
+            first,
+            last,
+            update: true,
+        };
+        self.handler.on_flow_update(&mut fe);
+        self.flush
+            .push(Reverse((deadline.saturating_add(at), slot, id, ACTIVE)));
     }
 
     pub(crate) fn flush_stream(&mut self, slot: u32, id: u64, side: Side) {

@@ -101,6 +101,7 @@ impl<H: Handler> Worker<H> {
             history,
             first,
             last,
+            update: false,
         };
         self.handler.on_flow_end(&mut fe);
         self.stats.flows_ended[end_index(reason)] += 1;

@@ -206,6 +206,29 @@ fn flow_end<H: Handler>(
     returns: &mut Returns,
 ) {
     let conn_id = fe.orig.conn_id;
+    if fe.update {
+        // The connection goes on: its streams' states stay here.
+        let (o, r) = (fe.orig_side, fe.orig_side.other());
+        let mut orig_state = streams.remove(&(conn_id, o)).unwrap_or_default();
+        let mut resp_state = streams.remove(&(conn_id, r)).unwrap_or_default();
+        let (orig, resp): (StreamInfo, StreamInfo) = (fe.orig, fe.resp);
+        let mut update = FlowEnd {
+            key: &fe.key,
+            orig_side: fe.orig_side,
+            orig: &orig,
+            resp: &resp,
+            orig_state: &mut orig_state.user,
+            resp_state: &mut resp_state.user,
+            history: &fe.history,
+            first: fe.first,
+            last: fe.last,
+            update: true,
+        };
+        handler.on_flow_update(&mut update);
+        streams.insert((conn_id, o), orig_state);
+        streams.insert((conn_id, r), resp_state);
+        return;
+    }
     let mut take = |side: Side| {
         let mut st = streams.remove(&(conn_id, side)).unwrap_or_default();
         if let Some(k) = st.kept.take() {
@@ -226,6 +249,7 @@ fn flow_end<H: Handler>(
         history: &fe.history,
         first: fe.first,
         last: fe.last,
+        update: false,
     };
     handler.on_flow_end(&mut end);
 }

@@ -99,6 +99,24 @@ pub(crate) struct FlowEvent {
     history: String,
     first: Timestamp,
     last: Timestamp,
+    /// An active-timeout report, not the end.
+    update: bool,
+}
+
+impl FlowEvent {
+    /// The event of a connection's end or update, for the analysis thread.
+    fn of(f: &FlowEnd<'_, ()>) -> FlowEvent {
+        FlowEvent {
+            key: *f.key,
+            orig_side: f.orig_side,
+            orig: f.orig.clone(),
+            resp: f.resp.clone(),
+            history: f.history.to_string(),
+            first: f.first,
+            last: f.last,
+            update: f.update,
+        }
+    }
 }
 
 /// A message to an analysis thread.
@@ -405,15 +423,13 @@ impl<H: Handler + Send + 'static> Handler for Decoupled<H> {
     }
 
     fn on_flow_end(&mut self, f: &mut FlowEnd<'_, ()>) {
-        let ev = FlowEvent {
-            key: *f.key,
-            orig_side: f.orig_side,
-            orig: f.orig.clone(),
-            resp: f.resp.clone(),
-            history: f.history.to_string(),
-            first: f.first,
-            last: f.last,
-        };
+        let ev = FlowEvent::of(f);
+        let conn_id = ev.orig.conn_id;
+        self.push(conn_id, Event::FlowEnd(Box::new(ev)), 0);
+    }
+
+    fn on_flow_update(&mut self, f: &mut FlowEnd<'_, ()>) {
+        let ev = FlowEvent::of(f);
         let conn_id = ev.orig.conn_id;
         self.push(conn_id, Event::FlowEnd(Box::new(ev)), 0);
     }
