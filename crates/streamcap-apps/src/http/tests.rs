@@ -698,3 +698,76 @@ fn until_close_through_the_engine() {
         }
     }
 }
+
+/// A response head captured after its body's first segment (reordering
+/// within the server's direction): the engine releases head and body
+/// together from its out-of-order store and the pairing is unchanged.
+/// Unless the client's acknowledgment of the head is captured before the
+/// head itself: the engine (fast mode) then takes the head for lost to
+/// the capture, as it does for any acknowledged hole, and the parser
+/// meets a gap where the head should be — that response is lost, and the
+/// next one answers the oldest request still unanswered (as in Zeek's
+/// pairing). The generator's reordering once did that (it swapped
+/// segments across the ACK that separates two sends).
+#[test]
+fn a_response_head_captured_after_its_body() {
+    let req1: &[u8] = b"GET /a HTTP/1.1\r\nHost: h\r\n\r\n";
+    let head1: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
+    let conv: [(Direction, &[u8]); 5] = [
+        (Orig, req1),
+        (Resp, head1),
+        (Resp, b"hello"),
+        (Orig, b"GET /b HTTP/1.1\r\nHost: h\r\n\r\n"),
+        (Resp, b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"),
+    ];
+    // Handshake, then the request (3), the head (4), the body (5): the
+    // body is captured first.
+    let mut frames = capture(&conv, 40003, 1460);
+    frames.swap(4, 5);
+    // The client's ACK of the head alone, before the head.
+    let ack_head = {
+        let cseq = 1001 + req1.len() as u32;
+        let mut f = Vec::new();
+        PacketBuilder::ethernet2([1; 6], [2; 6])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(40003, 8080, cseq, 65535)
+            .ack(5001 + head1.len() as u32)
+            .write(&mut f, &[])
+            .unwrap();
+        f
+    };
+    let mut acked_early = frames.clone();
+    acked_early.insert(5, ack_head);
+    for (delivery, chunk) in [
+        (Delivery::Chunks, 16 << 10),
+        (Delivery::Chunks, 7),
+        (Delivery::Segments, 16 << 10),
+    ] {
+        let cfg = Config {
+            delivery,
+            chunk_size: chunk,
+            ..Config::default()
+        };
+        let (got, stats) = through_engine(&frames, cfg.clone());
+        assert_eq!(
+            brief(&got),
+            [
+                (Some("GET"), Some("/a"), Some(200), 0, 5),
+                (Some("GET"), Some("/b"), Some(200), 0, 3)
+            ],
+            "{delivery} of {chunk}"
+        );
+        assert_eq!(stats.parser.gaps, 0, "{delivery} of {chunk}");
+        let (got, stats) = through_engine(&acked_early, cfg);
+        assert_eq!(
+            brief(&got),
+            [
+                (Some("GET"), Some("/a"), Some(200), 0, 3),
+                (Some("GET"), Some("/b"), None, 0, 0)
+            ],
+            "{delivery} of {chunk}, head acknowledged before it is captured"
+        );
+        assert_eq!(stats.parser.gaps, 1, "{delivery} of {chunk}");
+        assert_eq!(stats.parser.gap_bytes, head1.len() as u64);
+    }
+}

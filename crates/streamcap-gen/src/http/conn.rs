@@ -258,17 +258,32 @@ fn build(
         } else {
             "http"
         });
+    // Where each send ends in its direction's stream: the receiver
+    // acknowledges every send whole, right after it.
+    let mut send_ends: [Vec<u64>; 2] = Default::default();
+    let mut sent = [0u64; 2];
     for (dir, bytes, cuts) in sc.sends {
+        let d = usize::from(dir == S);
+        sent[d] += bytes.len() as u64;
+        send_ends[d].push(sent[d]);
         conv = conv.send_cut(dir, bytes, cuts);
     }
+    let send_of = |dir: Direction, r: ByteRange| {
+        send_ends[usize::from(dir == S)].partition_point(|&e| e <= r.start)
+    };
     let segs = conv.data_segments();
     if let Some(w) = p.reorder {
-        // Two consecutive segments of one direction with nothing of the
-        // other between them trade places: what a capture point can see
-        // (a response never comes before the request it answers).
+        // Two consecutive segments of one send trade places: nothing of
+        // the other direction lies between them, not even the ACK of a
+        // send (which acknowledges the whole send, so a segment moved past
+        // it would be acknowledged before it is captured, and a
+        // reassembler that trusts acknowledgments takes it for lost). What
+        // a capture point can see: a response never comes before the
+        // request it answers.
         let mut k = 0;
         while k + 1 < segs.len() {
-            if segs[k].dir == segs[k + 1].dir {
+            let (a, b) = (&segs[k], &segs[k + 1]);
+            if a.dir == b.dir && send_of(a.dir, a.range) == send_of(b.dir, b.range) {
                 conv = conv.swap_segments(segs[k].index, segs[k + 1].index);
                 k += w;
             } else {

@@ -39,10 +39,12 @@
 //!   inside the `\r\n\r\n` ending a head, inside a chunk-size line, between
 //!   chunk data and its CRLF, inside the last chunk or its trailers;
 //! * [`HttpConfig::reorder`] of the connections have pairs of consecutive
-//!   segments of one direction swapped (every second to fourth pair, with
-//!   no segment of the other direction between them, so a response is
-//!   never captured before the request it answers): the streams are
-//!   intact, but an analyser must reassemble them.
+//!   segments of one send swapped (every second to fourth pair): no
+//!   packet of the other direction lies between them, so a response is
+//!   never captured before the request it answers, nor a segment after
+//!   the ACK that acknowledges it (which a reassembler trusting ACKs
+//!   would take for capture loss): the streams are intact, but an
+//!   analyser must reassemble them.
 //!
 //! No `Content-Encoding` is used (bodies are entities as sent) and URIs
 //! hold no `%` escapes, so Zeek's `uri` (unescaped) is the URI as sent and
