@@ -369,33 +369,12 @@ fn ts_at(chunk: &Chunk<'_>, at: u64, end: Timestamp) -> Timestamp {
         .unwrap_or(end)
 }
 
-/// The connection's names, as every log of the run gives them (see
-/// `nids::detector`'s alerts).
+/// The connection's names, as every log of the run gives them.
 fn meta_of<S>(s: &Stream<'_, S>) -> ConnMeta {
-    let info = s.info();
-    let opp = s.opposite();
-    let first = if opp.created {
-        info.start.min(opp.start)
-    } else {
-        info.start
-    };
-    let (orig, resp) = match info.direction {
-        Direction::Orig => (s.src(), s.dst()),
-        Direction::Resp => (s.dst(), s.src()),
-    };
-    let key = s.key();
-    let id = ConnId {
-        first,
-        proto: s.proto(),
-        orig,
-        resp,
-        vlan_key: key.vlan_key(),
-        conn_id: info.conn_id,
-        tunnel: key.tunnel().map(|t| t.to_string()),
-    };
+    let id = ConnId::of_stream(s);
     ConnMeta {
         uid: id.uid(),
-        orig,
-        resp,
+        orig: id.orig,
+        resp: id.resp,
     }
 }
