@@ -156,10 +156,13 @@ impl StreamIterator {
 
 #[pymethods]
 impl StreamIterator {
+    /// The iterator itself.
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
         slf
     }
 
+    /// The next stream to close (waiting for it with the GIL released);
+    /// raises the capture's error, if any, at the end.
     fn __next__(&mut self, py: Python<'_>) -> PyResult<StreamData> {
         loop {
             let mut guard = self.inner.lock().unwrap_or_else(PoisonError::into_inner);

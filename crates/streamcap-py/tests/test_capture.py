@@ -309,3 +309,29 @@ except KeyboardInterrupt:
     assert time.perf_counter() - t < 5
     # Far fewer than the capture's thousands of chunks.
     assert int(out.split()[-1]) < 200
+
+
+def test_a_failed_run_leaves_no_thread_and_no_reference():
+    import gc
+    import os
+    import weakref
+
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+
+    class Boom:
+        def __call__(self, s, data):
+            raise OSError("no more")
+
+    before = threads()
+    for _ in range(20):
+        cb = Boom()
+        ref = weakref.ref(cb)
+        with pytest.raises(OSError):
+            streamcap.Capture(SAMPLE, on_data=cb, on_close=lambda s: None).run()
+        del cb
+        gc.collect()
+        # The engine let go of the callback (and of every descriptor).
+        assert ref() is None
+    # The engine's threads (workers, read-ahead) are gone.
+    assert threads() == before
