@@ -13,6 +13,9 @@
 //! worker thread during a capture comes back the same way, from
 //! [`sc_start_capture`].
 //!
+//! Every item of the C API (functions, types, constants) is in this file:
+//! the header is generated from it alone.
+//!
 //! `unsafe` is confined to this boundary: dereferencing the pointers C
 //! passes in, and calling the C callbacks (docs/unsafe.md lists each
 //! block).
@@ -643,7 +646,16 @@ pub extern "C" fn sc_last_error() -> *const c_char {
 /// NUL-terminated, never NULL. Ownership: the library's, static.
 #[no_mangle]
 pub extern "C" fn sc_strerror(code: c_int) -> *const c_char {
-    let s: &'static CStr = match code {
+    guard_value(
+        "sc_strerror",
+        |_| c"".as_ptr(),
+        || Ok(strerror(code).as_ptr()),
+    )
+}
+
+/// The text of `sc_strerror`.
+fn strerror(code: c_int) -> &'static CStr {
+    match code {
         SC_OK => c"success",
         SC_ERR_INVALID => c"invalid argument",
         SC_ERR_IO => c"cannot open or read the capture source",
@@ -651,8 +663,7 @@ pub extern "C" fn sc_strerror(code: c_int) -> *const c_char {
         SC_ERR_STATE => c"not allowed in the current state",
         SC_ERR_PANIC => c"internal error (a panic was caught)",
         _ => c"unknown return code",
-    };
-    s.as_ptr()
+    }
 }
 
 // ---------------------------------------------------------------------------
