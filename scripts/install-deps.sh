@@ -9,6 +9,8 @@
 #              tests run every NIDS case on it and on aho-corasick)
 #   libndpi-bin - nDPI's ndpiReader (4.2 on Debian 12), which the classifier
 #              is compared with (crates/streamcap-apps/tests/ndpi.rs)
+#   gcc, libc6-dev, pkg-config, valgrind - the C API's tests compile the C
+#              examples through pkg-config and run them under memcheck
 #   suricata - Suricata 7, which `streamcap nids` is compared with; on
 #              Debian 12 it comes from bookworm-backports, which this script
 #              adds to apt's sources when it is missing
@@ -16,7 +18,7 @@
 # developer machine; CI runs it. Needs root (or sudo) and Debian/Ubuntu.
 #
 # `scripts/install-deps.sh --bench` also installs what bench/run.sh uses:
-#   gcc, libc6-dev, libnids-dev, libpcap-dev  - to build the C peers in bench/peers
+#   libnids-dev (with gcc, libc6-dev and libpcap-dev from the default set) - to build the C peers in bench/peers
 #       (libnids-dev depends only on libnids1.21 and libc6-dev; libnids1.21
 #       brings the runtime libpcap0.8, libnet1 and libglib2.0-0. That is all
 #       the peers need: they link the shared libnids.so with -lnids -lpcap.
@@ -31,9 +33,9 @@
 #   libssl-dev                                - OpenSSL's SHA-256 for the nids_analyse peer
 #   tcpreplay                                 - streamcap-bench overload-live's paced replay
 set -euo pipefail
-pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin)
+pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin gcc libc6-dev pkg-config valgrind)
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay)
+  pkgs+=(libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay)
 fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
