@@ -158,6 +158,8 @@ pub struct Detector {
     passed: HashSet<u64>,
     window_bytes: usize,
     window_limit: usize,
+    /// Per header class, the rules of that class (each rule has one).
+    class_rules: Vec<u32>,
     stats: NidsStats,
 }
 
@@ -178,8 +180,15 @@ impl Detector {
             scratch(Traffic::Udp),
             scratch(Traffic::Other),
         ];
+        let mut class_rules = vec![0u32; rules.classes.len()];
+        for r in &rules.rules {
+            if let Some(n) = class_rules.get_mut(r.class as usize) {
+                *n += 1;
+            }
+        }
         Detector {
             rules,
+            class_rules,
             scratch,
             hits: Vec::new(),
             joined: Vec::new(),
@@ -257,11 +266,14 @@ impl Detector {
             next: 0,
             done: false,
         });
-        let remaining = rules
-            .rules
+        // The rules whose class covers the stream (counted per class, not
+        // rule by rule: this runs for every stream).
+        let remaining: u64 = tr
+            .classes
             .iter()
-            .filter(|r| inspect.applies(r.class))
-            .count();
+            .filter(|&&c| inspect.applies(c))
+            .map(|&c| u64::from(self.class_rules.get(c as usize).copied().unwrap_or(0)))
+            .sum();
         inspect.remaining = u32::try_from(remaining).unwrap_or(u32::MAX);
         if inspect.keeps_window && self.window_bytes + rules.window > self.window_limit {
             inspect.keeps_window = false;
