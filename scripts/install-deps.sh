@@ -23,10 +23,12 @@
 #   linux-perf                                - optional profiles (perf record)
 #   libssl-dev                                - OpenSSL's SHA-256 for the nids_analyse peer
 #   tcpreplay                                 - streamcap-bench overload-live's paced replay
+#   libhyperscan-dev                          - Hyperscan for the nids_match peer (libnids + Hyperscan)
+#   suricata                                  - the NIDS benchmark's Suricata rows
 set -euo pipefail
 pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps)
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay)
+  pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay libhyperscan-dev suricata)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
