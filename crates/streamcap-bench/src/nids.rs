@@ -34,6 +34,7 @@
 //! the delivery modes and the start-up times; `--json` keeps every run,
 //! `--png` draws throughput against the number of rules.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -489,22 +490,68 @@ fn write_load_pcap(path: &Path) -> Result<(), String> {
     fs::write(path, f).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Alerts in a Suricata eve.json.
-fn eve_alerts(path: &Path) -> Option<u64> {
-    let f = fs::File::open(path).ok()?;
-    Some(
-        BufReader::new(f)
-            .lines()
-            .map_while(Result::ok)
-            .filter(|l| l.contains("\"event_type\":\"alert\""))
-            .count() as u64,
-    )
+/// What one run alerted.
+#[derive(Serialize, Clone, Debug, Default, PartialEq)]
+pub struct Alerts {
+    /// Alerts written.
+    pub total: Option<u64>,
+    /// Distinct (connection, direction, rule) triples among them: streamcap
+    /// and nids_match alert once per triple, Suricata on every inspection
+    /// that matches.
+    pub distinct: Option<u64>,
+    /// streamcap's `nids` statistics (`--stats-json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<serde_json::Value>,
 }
 
-/// `nids.alerts` of streamcap's `--stats-json`.
-fn streamcap_alerts(path: &Path) -> Option<u64> {
-    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(path).ok()?).ok()?;
-    v.get("nids")?.get("alerts")?.as_u64()
+/// The alerts of a Suricata eve.json: all, and distinct by flow, source
+/// (the direction) and rule.
+fn eve_alerts(path: &Path) -> Alerts {
+    let Ok(f) = fs::File::open(path) else {
+        return Alerts::default();
+    };
+    let (mut total, mut seen) = (0u64, HashSet::new());
+    for line in BufReader::new(f).lines().map_while(Result::ok) {
+        if !line.contains("\"event_type\":\"alert\"") {
+            continue;
+        }
+        total += 1;
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+            seen.insert((
+                v.get("flow_id").and_then(|x| x.as_u64()),
+                v.pointer("/alert/signature_id").and_then(|x| x.as_u64()),
+                v.get("src_ip").and_then(|x| x.as_str()).map(str::to_string),
+                v.get("src_port").and_then(|x| x.as_u64()),
+            ));
+        }
+    }
+    Alerts {
+        total: Some(total),
+        distinct: Some(seen.len() as u64),
+        stats: None,
+    }
+}
+
+/// The alerts of streamcap's `--stats-json` (`nids.alerts`, one per
+/// stream direction and rule) and its `nids` statistics.
+fn streamcap_alerts(path: &Path) -> Alerts {
+    let v: Option<serde_json::Value> = fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let mut nids = v.and_then(|mut v| v.get_mut("nids").map(serde_json::Value::take));
+    if let Some(serde_json::Value::Object(m)) = nids.as_mut() {
+        // Per-signature counts: long, and in the rules already.
+        m.remove("signatures");
+    }
+    let total = nids
+        .as_ref()
+        .and_then(|n| n.get("alerts"))
+        .and_then(|a| a.as_u64());
+    Alerts {
+        total,
+        distinct: total,
+        stats: nids,
+    }
 }
 
 /// One run of `r`: its figures and its alerts.
@@ -514,7 +561,7 @@ fn run_once(
     (file, rules): (&Path, &Path),
     tmp: &Path,
     gnu_time: Option<&Path>,
-) -> Result<(RunSample, Option<u64>), String> {
+) -> Result<(RunSample, Alerts), String> {
     let out = tmp.join("out");
     let _ = fs::remove_dir_all(&out);
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
@@ -548,10 +595,17 @@ fn run_once(
     let alerts = match r.kind {
         Kind::Streamcap => streamcap_alerts(&out.join("stats.json")),
         Kind::Suricata => eve_alerts(&out.join("eve.json")),
-        Kind::NidsMatch => parse_kv(
-            &fs::read_to_string(&stdout_path).unwrap_or_default(),
-            "alerts",
-        ),
+        Kind::NidsMatch => {
+            let n = parse_kv(
+                &fs::read_to_string(&stdout_path).unwrap_or_default(),
+                "alerts",
+            );
+            Alerts {
+                total: n,
+                distinct: n,
+                stats: None,
+            }
+        }
     };
     let _ = fs::remove_dir_all(&out);
     let timed = fs::read_to_string(&time_path)
@@ -581,6 +635,8 @@ pub struct NidsRow {
     result: ToolResult,
     /// Alerts of every run (they should not differ).
     alerts_per_run: Vec<Option<u64>>,
+    /// The last run's alerts, distinct ones and statistics.
+    alerts: Alerts,
 }
 
 /// Paired ratios of streamcap nids (engine auto) against one peer: the
@@ -742,7 +798,7 @@ fn run_set(
     let started = host::utc_now();
     let mark = HostMark::now();
     let mut runs: Vec<Vec<RunSample>> = vec![Vec::new(); rows.len()];
-    let mut alerts: Vec<Vec<Option<u64>>> = vec![Vec::new(); rows.len()];
+    let mut alerts: Vec<Vec<Alerts>> = vec![Vec::new(); rows.len()];
     let mut failed: Vec<Option<String>> = vec![None; rows.len()];
     let mut want = vec![o.runs; rows.len()];
     for round in 0..o.runs {
@@ -805,7 +861,7 @@ fn run_set(
             r.pin,
             r.argv.join(" "),
             rs,
-            al.last().copied().flatten(),
+            al.last().and_then(|a| a.total),
             "alerts",
             (p, b),
         ) else {
@@ -822,7 +878,8 @@ fn run_set(
             role: r.role,
             load: r.load,
             result: res,
-            alerts_per_run: al,
+            alerts_per_run: al.iter().map(|a| a.total).collect(),
+            alerts: al.last().cloned().unwrap_or_default(),
         });
     }
     let find = |role: Role, pinned: bool| {
@@ -1116,7 +1173,11 @@ pub fn markdown(r: &NidsReport) -> String {
                     if row.load {
                         "-".into()
                     } else {
-                        x.found.map_or("-".into(), |f| f.to_string())
+                        match (row.alerts.total, row.alerts.distinct) {
+                            (Some(t), Some(d)) if t != d => format!("{t} ({d} distinct)"),
+                            (Some(t), _) => t.to_string(),
+                            _ => "-".into(),
+                        }
                     },
                 );
             }
@@ -1228,7 +1289,12 @@ fn draw(path: &Path, r: &NidsReport) -> Result<(), String> {
     let mut series: Vec<Series> = Vec::new();
     for set in &w.sets {
         for row in set.rows.iter().filter(|x| !x.load) {
-            if matches!(row.role, Role::Depth | Role::Segments) {
+            // Nine lines at most (as many colours): the 1-CPU rows of
+            // streamcap, Suricata's default configuration and nids_match.
+            let pinned = row.result.pinned_cpu.is_some();
+            if matches!(row.role, Role::Depth | Role::Segments | Role::Plain)
+                || (pinned && row.role == Role::SuricataNoAppLayer)
+            {
                 continue;
             }
             let name = format!("{} {}", row.result.tool, row.result.mode);
@@ -1251,6 +1317,7 @@ fn draw(path: &Path, r: &NidsReport) -> Result<(), String> {
         ("content rules", "Gbit/s"),
         &series,
         (true, false),
+        1.6,
     )
 }
 
@@ -1310,10 +1377,37 @@ mod tests {
             "{\"event_type\":\"alert\",\"x\":1}\n{\"event_type\":\"stats\"}\n{\"event_type\":\"alert\"}\n",
         )
         .unwrap();
-        assert_eq!(eve_alerts(&eve), Some(2));
+        let a = eve_alerts(&eve);
+        assert_eq!((a.total, a.distinct), (Some(2), Some(1)));
+        fs::write(
+            &eve,
+            concat!(
+                r#"{"flow_id":7,"event_type":"alert","src_ip":"10.0.0.1","src_port":5,"alert":{"signature_id":1}}"#,
+                "\n",
+                r#"{"flow_id":7,"event_type":"alert","src_ip":"10.0.0.1","src_port":5,"alert":{"signature_id":1}}"#,
+                "\n",
+                r#"{"flow_id":7,"event_type":"alert","src_ip":"10.0.0.2","src_port":80,"alert":{"signature_id":1}}"#,
+                "\n",
+                r#"{"flow_id":7,"event_type":"alert","src_ip":"10.0.0.1","src_port":5,"alert":{"signature_id":2}}"#,
+                "\n",
+            ),
+        )
+        .unwrap();
+        let a = eve_alerts(&eve);
+        assert_eq!((a.total, a.distinct), (Some(4), Some(3)));
+        assert_eq!(eve_alerts(&dir.join("missing")), Alerts::default());
         let st = dir.join("stats.json");
-        fs::write(&st, r#"{"packets":5,"nids":{"alerts":42,"streams":3}}"#).unwrap();
-        assert_eq!(streamcap_alerts(&st), Some(42));
+        fs::write(
+            &st,
+            r#"{"packets":5,"nids":{"alerts":42,"streams":3,"signatures":[1]}}"#,
+        )
+        .unwrap();
+        let a = streamcap_alerts(&st);
+        assert_eq!((a.total, a.distinct), (Some(42), Some(42)));
+        assert_eq!(
+            a.stats,
+            Some(serde_json::json!({"alerts": 42, "streams": 3}))
+        );
         let p = dir.join("load.pcap");
         write_load_pcap(&p).unwrap();
         let (packets, wire) = capinfo::totals(&p).unwrap();

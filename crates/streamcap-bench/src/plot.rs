@@ -150,17 +150,20 @@ pub fn lines(
     series: &[Series],
     log_y: bool,
 ) -> Result<(), String> {
-    lines_scaled(path, title, labels, series, (false, log_y))
+    lines_scaled(path, title, labels, series, (false, log_y), 1.1)
 }
 
-/// [`lines`] with a choice of logarithmic axes: `(log_x, log_y)`; points
-/// below 1e-9 on a logarithmic axis are left out.
+/// [`lines`] with a choice of logarithmic axes, `(log_x, log_y)` (points
+/// below 1e-9 on a logarithmic axis are left out), and, on a linear y
+/// axis, its top at `headroom` times the highest point (room for the
+/// legend, drawn in the upper right corner).
 pub fn lines_scaled(
     path: &Path,
     title: &str,
     (x_label, y_label): (&str, &str),
     series: &[Series],
     (log_x, log_y): (bool, bool),
+    headroom: f64,
 ) -> Result<(), String> {
     let text = register_font();
     // A logarithmic axis is drawn as a linear one over log10 of the value,
@@ -198,7 +201,7 @@ pub fn lines_scaled(
     } else {
         (
             0.0,
-            pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * 1.1,
+            pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * headroom,
         )
     };
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
@@ -279,7 +282,7 @@ mod tests {
                 .map(|m| m.len() > 1000)
                 .unwrap_or(false));
             let p = dir.join(format!("chart-x-{log}.png"));
-            lines_scaled(&p, "t", ("x", "y"), &series, (true, log)).expect("drawn");
+            lines_scaled(&p, "t", ("x", "y"), &series, (true, log), 1.5).expect("drawn");
             assert!(std::fs::metadata(&p)
                 .map(|m| m.len() > 1000)
                 .unwrap_or(false));
