@@ -19,6 +19,7 @@
 //!                      [--rules N,N,...] [--other-rules N,...] [--seed S] [--json FILE]
 //!                      [--png FILE] [--tmp DIR] [--slow-limit SECS] [--one-cpu CPU|none]
 //!                      [--wait-idle CPUS] [--commit ID] NAME=FILE...
+//! streamcap-bench nids --replot JSON [--png FILE]
 //! ```
 //!
 //! `bench/run.sh` drives it; see `bench/README.md`.
@@ -129,7 +130,9 @@ usage:
       Markdown report, every run in --json, Gbit/s against rules in --png;
       --wait-idle waits before each round until other processes keep at
       most CPUS CPUs busy (3 s samples); a row whose runs would exceed
-      --slow-limit (300 s) runs fewer times";
+      --slow-limit (300 s) runs fewer times
+  streamcap-bench nids --replot JSON [--png FILE]
+      prints the report of a `nids --json` file again (and draws --png)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

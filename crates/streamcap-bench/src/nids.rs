@@ -41,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::capinfo;
 use crate::host::{self, Machine};
@@ -55,7 +55,7 @@ use crate::table::fmt_spread_ratio;
 pub const DEFAULT_COUNTS: [usize; 3] = [100, 1_000, 10_000];
 
 /// Which tool a row runs, for reading its alerts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Kind {
     Streamcap,
@@ -64,7 +64,7 @@ enum Kind {
 }
 
 /// What a row measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Role {
     /// streamcap nids, engine auto: the row compared with the others.
@@ -137,6 +137,8 @@ struct Opts {
     one_cpu: Option<usize>,
     commit: Option<String>,
     wait_idle: Option<f64>,
+    /// Only print and draw the report of this `--json` file.
+    replot: Option<PathBuf>,
     workloads: Vec<(String, PathBuf)>,
 }
 
@@ -167,6 +169,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         },
         commit: None,
         wait_idle: None,
+        replot: None,
         workloads: Vec::new(),
     };
     let mut it = args.iter();
@@ -198,6 +201,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 }
             }
             "--commit" => o.commit = Some(val()?).filter(|c| !c.is_empty()),
+            "--replot" => o.replot = Some(PathBuf::from(val()?)),
             "--wait-idle" => {
                 o.wait_idle = Some(val()?.parse().map_err(|e| format!("--wait-idle: {e}"))?)
             }
@@ -207,6 +211,9 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             other => return Err(format!("unexpected argument {other}")),
         }
+    }
+    if o.replot.is_some() {
+        return Ok(o);
     }
     if o.streamcap.as_os_str().is_empty() {
         return Err("missing --streamcap BIN".into());
@@ -491,7 +498,7 @@ fn write_load_pcap(path: &Path) -> Result<(), String> {
 }
 
 /// What one run alerted.
-#[derive(Serialize, Clone, Debug, Default, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Alerts {
     /// Alerts written.
     pub total: Option<u64>,
@@ -624,7 +631,7 @@ fn run_once(
 }
 
 /// One row's results on one rule set.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct NidsRow {
     /// What the row measures.
     role: Role,
@@ -641,7 +648,7 @@ pub struct NidsRow {
 
 /// Paired ratios of streamcap nids (engine auto) against one peer: the
 /// peer's time over streamcap's (> 1: streamcap is faster).
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct VsPeer {
     /// The peer row.
     pub peer: String,
@@ -652,7 +659,7 @@ pub struct VsPeer {
 }
 
 /// The cutoff's effect on one rule set.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct CutoffEffect {
     /// The cutoff row.
     pub mode: String,
@@ -665,7 +672,7 @@ pub struct CutoffEffect {
 }
 
 /// All rows of one rule count on one workload.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct RuleSetResult {
     /// Number of rules.
     pub rules: usize,
@@ -692,7 +699,7 @@ pub struct RuleSetResult {
 }
 
 /// One workload's rule sets.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct NidsWorkload {
     /// Short name.
     pub name: String,
@@ -707,7 +714,7 @@ pub struct NidsWorkload {
 }
 
 /// Everything `streamcap-bench nids` measured (`--json`).
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 pub struct NidsReport {
     /// The host.
     pub machine: Machine,
@@ -954,6 +961,17 @@ fn suricata_version(bin: &Path) -> Option<String> {
 /// `streamcap-bench nids ...`.
 pub fn cmd_nids(args: &[String]) -> Result<(), String> {
     let o = parse(args)?;
+    if let Some(j) = &o.replot {
+        let text = fs::read_to_string(j).map_err(|e| format!("{}: {e}", j.display()))?;
+        let report: NidsReport =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", j.display()))?;
+        print!("{}", markdown(&report));
+        if let Some(p) = &o.png {
+            draw(p, &report).map_err(|e| format!("plot: {e}"))?;
+            eprintln!("streamcap-bench: wrote {}", p.display());
+        }
+        return Ok(());
+    }
     fs::create_dir_all(&o.tmp).map_err(|e| format!("{}: {e}", o.tmp.display()))?;
     let started = host::utc_now();
     let loadavg_start = host::loadavg();
@@ -1317,7 +1335,7 @@ fn draw(path: &Path, r: &NidsReport) -> Result<(), String> {
         ("content rules", "Gbit/s"),
         &series,
         (true, false),
-        1.6,
+        1.8,
     )
 }
 

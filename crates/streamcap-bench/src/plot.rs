@@ -150,7 +150,7 @@ pub fn lines(
     series: &[Series],
     log_y: bool,
 ) -> Result<(), String> {
-    lines_scaled(path, title, labels, series, (false, log_y), 1.1)
+    draw_lines(path, title, labels, series, (false, log_y), (1.1, false))
 }
 
 /// [`lines`] with a choice of logarithmic axes, `(log_x, log_y)` (points
@@ -160,10 +160,23 @@ pub fn lines(
 pub fn lines_scaled(
     path: &Path,
     title: &str,
+    labels: (&str, &str),
+    series: &[Series],
+    logs: (bool, bool),
+    headroom: f64,
+) -> Result<(), String> {
+    draw_lines(path, title, labels, series, logs, (headroom, true))
+}
+
+/// The line chart; `legend_top`: the legend in the upper right corner
+/// (else plotters' default place, the middle of the right edge).
+fn draw_lines(
+    path: &Path,
+    title: &str,
     (x_label, y_label): (&str, &str),
     series: &[Series],
     (log_x, log_y): (bool, bool),
-    headroom: f64,
+    (headroom, legend_top): (f64, bool),
 ) -> Result<(), String> {
     let text = register_font();
     // A logarithmic axis is drawn as a linear one over log10 of the value,
@@ -252,8 +265,11 @@ pub fn lines_scaled(
             .map_err(|e| e.to_string())?;
     }
     if text {
-        chart
-            .configure_series_labels()
+        let mut legend = chart.configure_series_labels();
+        if legend_top {
+            legend.position(SeriesLabelPosition::UpperRight);
+        }
+        legend
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .label_font(("sans-serif", 13))
