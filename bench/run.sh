@@ -19,7 +19,10 @@
 # idle connections; 200,000 with --quick).
 # Then runs every adversarial profile (streamcap-gen attack) against the
 # memory, RSS, throughput and accounting bounds (bench/results/attacks.json),
-# and the overload-control experiments (bench/results/overload.json).
+# and the overload-control experiments (bench/results/overload.json), and
+# the NIDS benchmark: streamcap nids against Suricata and libnids +
+# Hyperscan with 100, 1,000 and 10,000 content rules
+# (bench/results/nids.json, and nids.png with --plot).
 # Results: bench/results/latest.json (and latest.png with --plot); --archive
 # also copies it to bench/results/COMMIT.json.
 # Environment: CARGO_TARGET_DIR (cargo's), BENCH_WORK (where generated traces
@@ -31,12 +34,19 @@
 # BENCH_IDLE_CONNS (comma-separated idle-connection counts; empty: skip),
 # BENCH_ATTACK_PACKETS (packets per attack profile; default 200000, --quick
 # 50000; 0: skip), BENCH_ATTACK_MEMORY (--memory of the attack runs, bytes),
-# BENCH_OVERLOAD (0: skip the overload experiments).
+# BENCH_OVERLOAD (0: skip the overload experiments), BENCH_MAIN (0: skip the
+# throughput tables and the idle-connection measurement), BENCH_LIVE (0: skip
+# the live benchmark), BENCH_NIDS (0: skip the NIDS benchmark),
+# BENCH_NIDS_RULES (its rule counts on the campus trace; default
+# 100,1000,10000), BENCH_NIDS_CORPUS (0: leave corpus-merged out of it),
+# BENCH_WAIT_IDLE (before each round of the NIDS benchmark, wait until
+# other processes keep at most this many CPUs busy; default: no wait).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
 QUICK=0 PLOT=0 RUNS="" PGO=1 ARCHIVE=0 OVERLOAD="${BENCH_OVERLOAD:-1}"
+MAIN="${BENCH_MAIN:-1}" LIVE="${BENCH_LIVE:-1}" NIDS="${BENCH_NIDS:-1}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -102,7 +112,7 @@ build_peer() {
       return 0
     fi
   done
-  say "SKIPPING PEER $name: build failed with every library list (see $log; needs cc and libnids-dev/libpcap-dev)"
+  say "SKIPPING PEER $name: build failed with every library list (see $log; needs cc and libnids-dev/libpcap-dev${PEER_HINT:+, $PEER_HINT})"
   sed -n '/error\|cannot find\|not found/{p;q}' "$log" | sed 's/^/bench:   /' >&2
 }
 # Debian's libnids.so is linked against libpcap, libnet and glib itself, so
@@ -114,6 +124,8 @@ build_peer nids_streams "$NIDS_SHORT" "$NIDS_LONG"
 build_peer nids_flows "$NIDS_SHORT" "$NIDS_LONG"
 build_peer nids_analyse "$NIDS_SHORT -lcrypto" "$NIDS_LONG -lcrypto"
 build_peer pcap_flows "-lpcap"
+# libnids + Hyperscan (the NIDS benchmark's C peer): libhyperscan-dev.
+PEER_HINT=libhyperscan-dev build_peer nids_match "-lhs $NIDS_SHORT" "-lhs $NIDS_LONG -lstdc++ -lm"
 
 # 4. Workloads.
 if [ -z "${BENCH_WORK:-}" ]; then
@@ -246,10 +258,14 @@ ARGS=(run --streamcap "$STREAMCAP" "${PLAIN[@]}" --peers "$PEERS" --runs "$RUNS"
 [ "$PLOT" = 1 ] && ARGS+=(--png bench/results/latest.png)
 [ -n "$IDLE_CONNS" ] && ARGS+=(--idle-conns "$IDLE_CONNS")
 [ -n "${BENCH_ONE_CPU:-}" ] && ARGS+=(--one-cpu "$BENCH_ONE_CPU")
-"$BIN/streamcap-bench" "${ARGS[@]}" "${WORKLOADS[@]}"
-if [ "$ARCHIVE" = 1 ]; then
-  cp bench/results/latest.json "bench/results/${COMMIT:-unknown}.json"
-  say "archived bench/results/${COMMIT:-unknown}.json"
+if [ "$MAIN" = 1 ]; then
+  "$BIN/streamcap-bench" "${ARGS[@]}" "${WORKLOADS[@]}"
+  if [ "$ARCHIVE" = 1 ]; then
+    cp bench/results/latest.json "bench/results/${COMMIT:-unknown}.json"
+    say "archived bench/results/${COMMIT:-unknown}.json"
+  fi
+else
+  say "skipping the throughput tables (BENCH_MAIN=0)"
 fi
 
 # 6. Adversarial traffic: every streamcap-gen attack profile and the normal
@@ -263,7 +279,9 @@ fi
 
 # 7. Live capture on a veth pair (root, iproute2): the highest replay rate
 # without kernel drops, streamcap flows -i next to tcpdump -w /dev/null.
-if [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1; then
+if [ "$LIVE" != 1 ]; then
+  say "skipping the live benchmark (BENCH_LIVE=0)"
+elif [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1; then
   LIVE_PCAP="$BENCH_WORK/campus-small-$PACKETS.pcap"
   [ -s "$LIVE_PCAP" ] || LIVE_PCAP="${WORKLOADS[0]#*=}"
   "$BIN/streamcap-bench" live --streamcap "$STREAMCAP" --pcap "$LIVE_PCAP" \
@@ -283,4 +301,29 @@ if [ "$OVERLOAD" = 1 ]; then
   OV_ARGS=(overload --pcap "$OV" --json bench/results/overload.json)
   [ "$PLOT" = 1 ] && OV_ARGS+=(--png bench/results/overload)
   "$BIN/streamcap-bench" "${OV_ARGS[@]}" || say "overload experiments failed (see above)"
+fi
+
+# 9. NIDS (bench/README.md, "NIDS"): streamcap nids (engine auto, aho-corasick,
+# cutoffs, segment delivery; the plain build too when the PGO one is
+# measured) against Suricata (--runmode single, default configuration and
+# app-layer off) and nids_match (libnids + Hyperscan) on the campus trace
+# with the rule sets of `streamcap-bench nids-rules` (100, 1,000, 10,000
+# rules), and with 1,000 rules on corpus-merged; 1-CPU and start-up rows
+# (bench/results/nids.json, and nids.png with --plot).
+if [ "$NIDS" = 1 ]; then
+  NIDS_ARGS=(nids --streamcap "$STREAMCAP" "${PLAIN[@]}" --peers "$PEERS" --runs "$RUNS"
+             --json bench/results/nids.json --tmp "$BENCH_WORK/nids" --commit "$COMMIT")
+  [ "$PLOT" = 1 ] && NIDS_ARGS+=(--png bench/results/nids.png)
+  [ -n "${BENCH_ONE_CPU:-}" ] && NIDS_ARGS+=(--one-cpu "$BENCH_ONE_CPU")
+  [ -n "${BENCH_WAIT_IDLE:-}" ] && NIDS_ARGS+=(--wait-idle "$BENCH_WAIT_IDLE")
+  [ -n "${BENCH_NIDS_RULES:-}" ] && NIDS_ARGS+=(--rules "$BENCH_NIDS_RULES")
+  NIDS_WORKLOADS=()
+  for w in "${WORKLOADS[@]}"; do
+    case "$w" in
+      campus=*) NIDS_WORKLOADS=("$w" "${NIDS_WORKLOADS[@]}") ;;
+      sample-repeat=*) NIDS_WORKLOADS=("$w" "${NIDS_WORKLOADS[@]}") ;;
+      corpus-merged=*) [ "${BENCH_NIDS_CORPUS:-1}" = 1 ] && NIDS_WORKLOADS+=("$w") ;;
+    esac
+  done
+  "$BIN/streamcap-bench" "${NIDS_ARGS[@]}" "${NIDS_WORKLOADS[@]}" || say "NIDS benchmark failed (see above)"
 fi

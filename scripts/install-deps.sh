@@ -32,10 +32,12 @@
 #   linux-perf                                - optional profiles (perf record)
 #   libssl-dev                                - OpenSSL's SHA-256 for the nids_analyse peer
 #   tcpreplay                                 - streamcap-bench overload-live's paced replay
+#   libhyperscan-dev                          - Hyperscan for the nids_match peer (libnids + Hyperscan)
+#   suricata                                  - the NIDS benchmark's Suricata rows
 set -euo pipefail
 pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin gcc libc6-dev pkg-config valgrind)
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay)
+  pkgs+=(libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay libhyperscan-dev)
 fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

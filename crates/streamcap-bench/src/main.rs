@@ -14,6 +14,12 @@
 //!                          [--chunk BYTES] [--high FILTER] [--rounds N]
 //! streamcap-bench overload-live --pcap FILE --peers DIR --streamcap BIN
 //!                               [--rounds N] [--rates G,G,...,max] [--json FILE] [--tmp DIR]
+//! streamcap-bench nids-rules --count N -o FILE [--seed S]
+//! streamcap-bench nids --streamcap BIN [--streamcap-plain BIN] [--peers DIR] [--suricata BIN|none] [--runs N]
+//!                      [--rules N,N,...] [--other-rules N,...] [--seed S] [--json FILE]
+//!                      [--png FILE] [--tmp DIR] [--slow-limit SECS] [--one-cpu CPU|none]
+//!                      [--wait-idle CPUS] [--commit ID] NAME=FILE...
+//! streamcap-bench nids --replot JSON [--png FILE]
 //! ```
 //!
 //! `bench/run.sh` drives it; see `bench/README.md`.
@@ -25,6 +31,8 @@ mod gen;
 mod host;
 mod idle;
 mod live;
+mod nids;
+mod nids_rules;
 mod overload;
 mod overload_live;
 mod plot;
@@ -99,7 +107,32 @@ usage:
       turn by libnids (DIR/nids_analyse: SHA-256 of every chunk, N rounds,
       default 1) and by `streamcap flows -i --digest` with 1 analysis thread
       and inline; streams delivered as the same receiver delivers them from
-      the file, kernel and veth drops; a Markdown table on stdout";
+      the file, kernel and veth drops; a Markdown table on stdout
+  streamcap-bench nids-rules --count N -o FILE [--seed S]
+      N content rules in Suricata syntax (tcp and some udp, 4-32 bytes, some
+      nocase): the campus model's planted signatures, strings of its
+      payloads and random patterns; the N-rule set is the first N rules of
+      one sequence per seed (default 1)
+  streamcap-bench nids --streamcap BIN [--streamcap-plain BIN] [--peers DIR]
+                       [--suricata BIN|none] [--runs N]
+                       [--rules N,N,...] [--other-rules N,...] [--seed S] [--json FILE]
+                       [--png FILE] [--tmp DIR] [--slow-limit SECS] [--one-cpu CPU|none]
+                       [--wait-idle CPUS] [--commit ID] NAME=FILE...
+      streamcap nids (engine auto, aho-corasick, --cutoff 10KiB and 1MiB,
+      --delivery segments; engine auto of --streamcap-plain's build too)
+      against Suricata (--runmode single, default
+      configuration and app-layer off) and DIR/nids_match (libnids +
+      Hyperscan), with the nids-rules sets of --rules rules (default
+      100,1000,10000) on the first workload and of --other-rules (default
+      1000) on the others; --runs runs per row (default 5), round-robin;
+      1-CPU rows (taskset) and start-up rows (an empty capture); alerts per
+      tool; ratios, the cutoff's effect, engines and delivery modes as a
+      Markdown report, every run in --json, Gbit/s against rules in --png;
+      --wait-idle waits before each round until other processes keep at
+      most CPUS CPUs busy (3 s samples); a row whose runs would exceed
+      --slow-limit (300 s) runs fewer times
+  streamcap-bench nids --replot JSON [--png FILE]
+      prints the report of a `nids --json` file again (and draws --png)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -111,6 +144,8 @@ fn main() -> ExitCode {
         Some("attacks") => attacks::cmd_attacks(&args[1..]),
         Some("overload") => overload::cmd_overload(&args[1..]),
         Some("overload-live") => overload_live::cmd_overload_live(&args[1..]),
+        Some("nids-rules") => nids_rules::cmd_nids_rules(&args[1..]),
+        Some("nids") => nids::cmd_nids(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

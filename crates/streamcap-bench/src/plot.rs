@@ -146,34 +146,75 @@ pub struct Series {
 pub fn lines(
     path: &Path,
     title: &str,
-    (x_label, y_label): (&str, &str),
+    labels: (&str, &str),
     series: &[Series],
     log_y: bool,
 ) -> Result<(), String> {
+    draw_lines(path, title, labels, series, (false, log_y), (1.1, false))
+}
+
+/// [`lines`] with a choice of logarithmic axes, `(log_x, log_y)` (points
+/// below 1e-9 on a logarithmic axis are left out), and, on a linear y
+/// axis, its top at `headroom` times the highest point (room for the
+/// legend, drawn in the upper right corner).
+pub fn lines_scaled(
+    path: &Path,
+    title: &str,
+    labels: (&str, &str),
+    series: &[Series],
+    logs: (bool, bool),
+    headroom: f64,
+) -> Result<(), String> {
+    draw_lines(path, title, labels, series, logs, (headroom, true))
+}
+
+/// The line chart; `legend_top`: the legend in the upper right corner
+/// (else plotters' default place, the middle of the right edge).
+fn draw_lines(
+    path: &Path,
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    series: &[Series],
+    (log_x, log_y): (bool, bool),
+    (headroom, legend_top): (f64, bool),
+) -> Result<(), String> {
     let text = register_font();
-    // A logarithmic axis is drawn as a linear one over log10(y), labelled
-    // with the powers of ten.
+    // A logarithmic axis is drawn as a linear one over log10 of the value,
+    // labelled with the powers of ten.
     let names = series.iter().map(|s| &s.name);
+    let scale = |log: bool, v: f64| if log { v.log10() } else { v };
     let series: Vec<Vec<(f64, f64)>> = series
         .iter()
         .map(|s| {
             s.points
                 .iter()
-                .filter(|p| !log_y || p.1 >= LOG_FLOOR)
-                .map(|&(x, y)| (x, if log_y { y.log10() } else { y }))
+                .filter(|p| (!log_x || p.0 >= LOG_FLOOR) && (!log_y || p.1 >= LOG_FLOOR))
+                .map(|&(x, y)| (scale(log_x, x), scale(log_y, y)))
                 .collect()
         })
         .collect();
     let pts = || series.iter().flatten().copied();
-    let xmax = pts().map(|p| p.0).fold(0.0f64, f64::max).max(1e-9) * 1.05;
-    let xmin = pts().map(|p| p.0).fold(0.0f64, f64::min);
+    let (xmin, xmax) = if log_x {
+        let lo = pts().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let hi = pts().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+        if lo.is_finite() && hi.is_finite() {
+            (lo - 0.15, hi + 0.15)
+        } else {
+            (0.0, 1.0)
+        }
+    } else {
+        (
+            pts().map(|p| p.0).fold(0.0f64, f64::min),
+            pts().map(|p| p.0).fold(0.0f64, f64::max).max(1e-9) * 1.05,
+        )
+    };
     let (ymin, ymax) = if log_y {
         let lo = pts().map(|p| p.1).fold(0.0f64, f64::min).floor();
         (lo - 0.5, pts().map(|p| p.1).fold(lo + 1.0, f64::max) + 0.3)
     } else {
         (
             0.0,
-            pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * 1.1,
+            pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * headroom,
         )
     };
     let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
@@ -191,10 +232,19 @@ pub fn lines(
     if text {
         let power = |y: &f64| format!("1e{}", y.round());
         let plain = |y: &f64| format!("{y}");
+        // Log x: a label at each power of ten only (10^x, x whole).
+        let x_power = |x: &f64| {
+            if (x - x.round()).abs() < 1e-6 {
+                format!("{}", 10f64.powf(x.round()))
+            } else {
+                String::new()
+            }
+        };
         chart
             .configure_mesh()
             .x_desc(x_label)
             .y_desc(y_label)
+            .x_label_formatter(if log_x { &x_power } else { &plain })
             .y_label_formatter(if log_y { &power } else { &plain })
             .label_style(("sans-serif", 12))
             .draw()
@@ -215,8 +265,11 @@ pub fn lines(
             .map_err(|e| e.to_string())?;
     }
     if text {
-        chart
-            .configure_series_labels()
+        let mut legend = chart.configure_series_labels();
+        if legend_top {
+            legend.position(SeriesLabelPosition::UpperRight);
+        }
+        legend
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .label_font(("sans-serif", 13))
@@ -241,6 +294,11 @@ mod tests {
         for log in [false, true] {
             let p = dir.join(format!("chart-{log}.png"));
             lines(&p, "t", ("x", "y"), &series, log).expect("drawn");
+            assert!(std::fs::metadata(&p)
+                .map(|m| m.len() > 1000)
+                .unwrap_or(false));
+            let p = dir.join(format!("chart-x-{log}.png"));
+            lines_scaled(&p, "t", ("x", "y"), &series, (true, log), 1.5).expect("drawn");
             assert!(std::fs::metadata(&p)
                 .map(|m| m.len() > 1000)
                 .unwrap_or(false));

@@ -2,7 +2,7 @@
 //! run of every tool on every workload, the per-row summaries (medians and
 //! spreads) and the paired ratios to the two C baselines.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::host::Machine;
 use crate::stats::{paired_ratio, Spread};
@@ -12,7 +12,7 @@ use crate::stats::{paired_ratio, Spread};
 pub const CPU_RATIO_FLOOR_S: f64 = 0.10;
 
 /// One run of one tool.
-#[derive(Serialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RunSample {
     /// The round of the round-robin this run belongs to (0-based).
     pub round: usize,
@@ -35,7 +35,7 @@ impl RunSample {
 
 /// A ratio `peer / tool` over paired runs (same round): > 1 means the tool
 /// took less time than the peer.
-#[derive(Serialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Ratio {
     /// The peer row compared with (tool and mode).
     pub peer: String,
@@ -47,7 +47,7 @@ pub struct Ratio {
 }
 
 /// One row: a tool in one mode on one workload.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct ToolResult {
     /// Tool name (`streamcap`, `nids_streams`, ...).
     pub tool: String,
@@ -165,7 +165,7 @@ impl ToolResult {
 }
 
 /// A tool or row that did not run, and why.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Skipped {
     /// The tool (and for a failure on one workload, its mode and workload).
     pub tool: String,
@@ -174,7 +174,7 @@ pub struct Skipped {
 }
 
 /// The host's state around one workload's runs.
-#[derive(Serialize, Clone, Debug, Default)]
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub struct HostLoad {
     /// /proc/loadavg (1, 5, 15 min) before the first run.
     pub loadavg_start: Option<[f64; 3]>,

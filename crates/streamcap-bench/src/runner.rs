@@ -352,7 +352,7 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
 
 /// Why peer `name` is not in `peers`: the first error of its build log
 /// (bench/run.sh leaves `DIR/NAME.log`) when there is one.
-fn peer_missing_reason(peers: Option<&Path>, name: &str) -> String {
+pub(crate) fn peer_missing_reason(peers: Option<&Path>, name: &str) -> String {
     let Some(dir) = peers else {
         return "no --peers directory given".into();
     };
@@ -637,14 +637,14 @@ struct Acc {
 }
 
 /// Machine-wide CPU ticks and the load average, taken before a workload.
-struct HostMark {
+pub(crate) struct HostMark {
     at: Instant,
     ticks: Option<host::CpuTicks>,
     loadavg: Option<[f64; 3]>,
 }
 
 impl HostMark {
-    fn now() -> HostMark {
+    pub(crate) fn now() -> HostMark {
         HostMark {
             at: Instant::now(),
             ticks: host::cpu_ticks(),
@@ -654,7 +654,7 @@ impl HostMark {
 
     /// The host's load from this mark to now, given the CPU seconds of the
     /// measured runs meanwhile.
-    fn since(&self, measured_cpu_s: f64, clk_tck: f64) -> HostLoad {
+    pub(crate) fn since(&self, measured_cpu_s: f64, clk_tck: f64) -> HostLoad {
         let elapsed_s = self.at.elapsed().as_secs_f64();
         let busy_cpu_s = self
             .ticks

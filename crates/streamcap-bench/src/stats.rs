@@ -6,10 +6,10 @@
 //! each ratio. The median of those per-round ratios is reported with their
 //! range.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Median, minimum and maximum of a set of values, and how many there were.
-#[derive(Serialize, Clone, Copy, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq)]
 pub struct Spread {
     /// The median (the mean of the two middle values for an even count).
     pub median: f64,

@@ -243,7 +243,7 @@ impl RuleSet {
             let matcher = Matcher::build(opts.engine, &patterns)?;
             // A case-sensitive pattern found by a caseless automaton is
             // compared afterwards: its bytes must still be at hand.
-            needs_window |= patterns.iter().any(|p| !p.1) && patterns.iter().any(|p| p.1);
+            needs_window |= matcher.has_inexact_hits();
             Ok(TrafficRules {
                 matcher,
                 by_pattern,
@@ -459,5 +459,33 @@ mod tests {
         assert_eq!(set.traffic[Traffic::Other as usize].by_pattern.len(), 1);
         assert_eq!(set.classes.len(), 3, "tcp, udp and ip headers");
         assert!(set.rules[0].simple && !set.rules[3].simple);
+    }
+
+    #[test]
+    fn mixed_case_needs_a_window_only_where_hits_are_inexact() {
+        let rules = || {
+            vec![
+                rule(1, RuleProto::Tcp, vec![content("alpha", |_| {})]),
+                rule(
+                    2,
+                    RuleProto::Tcp,
+                    vec![content("Beta", |c| c.nocase = true)],
+                ),
+            ]
+        };
+        let compile = |engine| {
+            let opts = CompileOptions {
+                engine,
+                ..CompileOptions::default()
+            };
+            RuleSet::compile(rules(), &Classifications::default(), &opts).unwrap()
+        };
+        // A caseless aho-corasick automaton: "alpha" is compared afterwards.
+        let ac = compile(EngineKind::AhoCorasick);
+        assert!(ac.traffic[Traffic::Tcp as usize].needs_window);
+        if EngineKind::hyperscan_available().is_ok() {
+            let hs = compile(EngineKind::Hyperscan);
+            assert!(!hs.traffic[Traffic::Tcp as usize].needs_window);
+        }
     }
 }

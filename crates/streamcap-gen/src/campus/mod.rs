@@ -128,6 +128,44 @@ pub fn default_signatures() -> Vec<Vec<u8>> {
     ]
 }
 
+/// The strings campus payloads are made of, for rule sets with real hits
+/// on a campus trace (`streamcap-bench nids-rules`).
+#[derive(Clone, Copy, Debug)]
+pub struct Vocabulary {
+    /// Words of the text bodies (HTML, CSS, JavaScript, JSON, mail),
+    /// joined by single spaces, sentences ending in `. ` or `.\n`.
+    pub words: &'static [&'static str],
+    /// Domains of the server names ([`host_name`]).
+    pub domains: &'static [&'static str],
+    /// First labels of the server names ([`host_name`]).
+    pub host_prefixes: &'static [&'static str],
+    /// HTTP `User-Agent` values.
+    pub user_agents: &'static [&'static str],
+    /// HTTP request paths.
+    pub paths: &'static [&'static str],
+    /// Number of servers: server indexes are below this, small ones far
+    /// more frequent (the index is `u³ × servers` for a uniform `u`).
+    pub servers: u64,
+}
+
+/// The campus model's [`Vocabulary`].
+pub fn vocabulary() -> Vocabulary {
+    Vocabulary {
+        words: crate::sample::WORDS,
+        domains: generator::DOMAINS,
+        host_prefixes: generator::PREFIXES,
+        user_agents: generator::UAS,
+        paths: generator::PATHS,
+        servers: generator::SERVERS,
+    }
+}
+
+/// The name of server `idx` (HTTP `Host`, TLS SNI, SMTP banner, DNS query):
+/// `PREFIX` `idx / 97` `.` `DOMAIN`, e.g. `www0.example.com`.
+pub fn host_name(idx: u64) -> String {
+    generator::host_name(idx)
+}
+
 /// One planted signature occurrence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignatureTruth {

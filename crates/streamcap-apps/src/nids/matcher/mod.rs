@@ -213,6 +213,14 @@ impl Matcher {
         self.max_len
     }
 
+    /// Whether some hits may be inexact ([`Hit::exact`] false: a
+    /// case-sensitive pattern found by a caseless aho-corasick automaton),
+    /// so that their bytes must be compared afterwards. Hyperscan's hits
+    /// are always exact.
+    pub fn has_inexact_hits(&self) -> bool {
+        self.exact.iter().any(|e| !e)
+    }
+
     /// Whether the matcher has no pattern.
     pub fn is_empty(&self) -> bool {
         matches!(self.engine, Inner::Empty)
