@@ -95,14 +95,25 @@ impl ConnId {
         base62_uid(&self.digest())
     }
 
+    /// Both names at once ([`ConnId::flow_id`], [`ConnId::uid`]), for one
+    /// digest instead of two.
+    pub fn names(&self) -> (u64, String) {
+        let d = self.digest();
+        (flow_id_of(&d), base62_uid(&d))
+    }
+
     /// A flow id for EVE JSON: 51 bits, so that every JSON reader holds it
     /// exactly (a double has a 53-bit mantissa).
     pub fn flow_id(&self) -> u64 {
-        let d = self.digest();
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&d[16..24]);
-        u64::from_be_bytes(b) & ((1 << 51) - 1)
+        flow_id_of(&self.digest())
     }
+}
+
+/// The flow id of a connection's digest: 51 bits of it.
+fn flow_id_of(d: &[u8; 32]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[16..24]);
+    u64::from_be_bytes(b) & ((1 << 51) - 1)
 }
 
 const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";

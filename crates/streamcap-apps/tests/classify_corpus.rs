@@ -1,5 +1,5 @@
 //! The classifier and the DNS and TLS logs on real captures: every pcap
-//! and pcapng under `$STREAMCAP_CORPUS` (skipped when unset), reassembled
+//! and pcapng of the shared corpus (skipped without it), reassembled
 //! by streamcap with a small handler built on the library's API; and on
 //! the generator's sample capture, whose flows are labelled.
 //!
@@ -7,8 +7,12 @@
 //! that nothing panics and that the HTTP, TLS, DNS and SSH/SMTP/FTP
 //! captures come out mostly as what they are.
 
+#[path = "../../streamcap/tests/support/shared.rs"]
+mod shared;
+
+use shared::{captures, corpus_dir, skip};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
 use streamcap::flow::Direction;
 use streamcap::{Capture, Timestamp};
@@ -150,27 +154,6 @@ impl Handler for L7 {
     }
 }
 
-fn corpus_files() -> Option<Vec<PathBuf>> {
-    let dir = std::env::var_os("STREAMCAP_CORPUS")?;
-    let mut out = Vec::new();
-    let mut stack = vec![PathBuf::from(dir)];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "pcap" || x == "pcapng") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    Some(out)
-}
-
 fn run(path: &Path) -> Option<L7> {
     let cap = Capture::builder().build();
     match cap.run_file(path, L7::default()) {
@@ -209,10 +192,12 @@ fn share(flows: &[FlowOut], app: App) -> f64 {
 
 #[test]
 fn corpus_flows_per_label() {
-    let Some(files) = corpus_files() else {
-        eprintln!("skipping: STREAMCAP_CORPUS is not set");
+    let Some(dir) = corpus_dir() else { return };
+    let files = captures(&dir);
+    if files.is_empty() {
+        skip(format!("no capture under {}", dir.display()));
         return;
-    };
+    }
     let mut total: BTreeMap<&'static str, usize> = BTreeMap::new();
     let mut per_theme: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
     let (mut inspected, mut bytes, mut dns_records, mut ssl_records) = (0u64, 0u64, 0usize, 0usize);

@@ -1,11 +1,16 @@
 //! The HTTP analyser against tshark on the corpus's captures that carry
-//! HTTP (`$STREAMCAP_CORPUS/http/*` and the others whose MANIFEST.tsv
+//! HTTP (`http/*` of the shared corpus and the others whose MANIFEST.tsv
 //! description mentions HTTP): per connection (client and server address
 //! and port), the requests (method, Host, URI) and the final responses'
 //! status codes, in order, aligned (longest common subsequence). Every
 //! difference is either explained below, file by file, or fails the test.
 //! Skipped, with a message, without tshark or the corpus.
 
+#[path = "../../streamcap/tests/support/shared.rs"]
+#[allow(dead_code)] // `captures`: this test picks its files from MANIFEST.tsv
+mod shared;
+
+use shared::{corpus_dir, skip};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,11 +27,6 @@ type Tuple = (String, u16, String, u16);
 struct Conv {
     requests: Vec<(String, String, String)>,
     statuses: Vec<u16>,
-}
-
-fn skip(why: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "skipping: {why}");
 }
 
 fn corpus_files(root: &Path) -> Vec<PathBuf> {
@@ -419,10 +419,7 @@ fn compare(path: &Path, verbose: bool) -> Figures {
 
 #[test]
 fn transactions_agree_with_tshark() {
-    let Some(root) = std::env::var_os("STREAMCAP_CORPUS").map(PathBuf::from) else {
-        skip("STREAMCAP_CORPUS is not set");
-        return;
-    };
+    let Some(root) = corpus_dir() else { return };
     if Command::new("tshark").arg("-v").output().is_err() {
         skip("tshark is not installed");
         return;

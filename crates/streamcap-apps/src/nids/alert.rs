@@ -97,11 +97,11 @@ pub fn write_eve(a: &Alert, rules: &RuleSet, out: &mut Vec<u8>) {
         // A passive sensor drops nothing: Suricata in IDS mode says so too.
         Action::Alert | Action::Drop => "allowed",
     };
+    let (flow_id, uid) = a.conn.names();
     let _ = write!(
         out,
-        "{{\"timestamp\":\"{}\",\"flow_id\":{},\"event_type\":\"alert\"",
+        "{{\"timestamp\":\"{}\",\"flow_id\":{flow_id},\"event_type\":\"alert\"",
         eve_time(a.ts),
-        a.conn.flow_id()
     );
     if let Some(v) = a.vlan {
         let _ = write!(out, ",\"vlan\":[{v}]");
@@ -137,7 +137,7 @@ pub fn write_eve(a: &Alert, rules: &RuleSet, out: &mut Vec<u8>) {
     if let Some(d) = a.datagram_offset {
         let _ = write!(out, ",\"datagram_offset\":{d}");
     }
-    let _ = writeln!(out, ",\"uid\":\"{}\"}}", a.conn.uid());
+    let _ = writeln!(out, ",\"uid\":\"{uid}\"}}");
 }
 
 /// Appends `a` as one `fast.log` line (with its newline) to `out`.

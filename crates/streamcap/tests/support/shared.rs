@@ -1,6 +1,7 @@
 //! Test helpers shared by the streamcap crate's tests (`tests/support`) and
-//! the command line's (`crates/streamcap-cli/tests/common`, which includes
-//! this file by path): saying why a test skips, and finding the corpus.
+//! the command line's (`crates/streamcap-cli/tests/common`) and the
+//! applications' (`crates/streamcap-apps/tests`), which include this file
+//! by path: saying why a test skips, and finding the corpus.
 
 use std::path::{Path, PathBuf};
 
