@@ -9,6 +9,8 @@
 #              tests run every NIDS case on it and on aho-corasick)
 #   libndpi-bin - nDPI's ndpiReader (4.2 on Debian 12), which the classifier
 #              is compared with (crates/streamcap-apps/tests/ndpi.rs)
+#   nfdump   - nfcapd, the IPFIX collector `flows --ipfix` is tested
+#              against, and nfdump to read its files back
 #   suricata - Suricata 7, which `streamcap nids` is compared with; on
 #              Debian 12 it comes from bookworm-backports, which this script
 #              adds to apt's sources when it is missing
@@ -22,7 +24,7 @@
 #       the peers need: they link the shared libnids.so with -lnids -lpcap.
 #       libnet1-dev and libglib2.0-dev would only be needed for the static
 #       libnids.a, which run.sh tries second.)
-#   softflowd, nfdump                         - NetFlow exporter peer and its collector (nfcapd)
+#   softflowd                                 - NetFlow exporter peer (its collector, nfcapd, is in the default set)
 #   time                                      - /usr/bin/time: CPU seconds and peak RSS of each run
 #   wireshark-common                          - mergecap, editcap, capinfos: the corpus-merged workload
 #   util-linux                                - taskset: the rows pinned to one CPU
@@ -31,9 +33,9 @@
 #   libssl-dev                                - OpenSSL's SHA-256 for the nids_analyse peer
 #   tcpreplay                                 - streamcap-bench overload-live's paced replay
 set -euo pipefail
-pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin)
+pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin nfdump)
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(gcc libc6-dev libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay)
+  pkgs+=(gcc libc6-dev libnids-dev softflowd time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay)
 fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
