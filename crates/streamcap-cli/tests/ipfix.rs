@@ -286,9 +286,11 @@ impl Nfcapd {
     fn stop(mut self) -> (Vec<Row>, String) {
         // Let the last datagrams reach it.
         std::thread::sleep(Duration::from_millis(300));
-        let pid = libc::pid_t::try_from(self.child.id()).expect("pid");
-        // SAFETY: a plain signal to our own child process.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
         let status = self.child.wait().expect("nfcapd ends");
         assert!(status.success(), "nfcapd: {status:?}\n{}", self.log_text());
         let out = Command::new("nfdump")

@@ -6,7 +6,6 @@ use super::options::{Rate, Target};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -117,40 +116,12 @@ fn resolve(addr: &str, name: &str) -> Result<SocketAddr, String> {
 
 /// The socket's SO_SNDBUF, after asking for `bytes` if given.
 fn sndbuf(socket: &UdpSocket, bytes: Option<u64>) -> io::Result<usize> {
-    let fd = socket.as_raw_fd();
+    let s = socket2::SockRef::from(socket);
     if let Some(b) = bytes {
-        let v = libc::c_int::try_from(b).unwrap_or(libc::c_int::MAX);
-        // SAFETY: `fd` is an open socket for the duration of the call and
-        // `v` a live c_int of the size given.
-        let r = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                libc::SO_SNDBUF,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        // The kernel takes an int (and caps it at net.core.wmem_max).
+        s.set_send_buffer_size(b.min(i32::MAX as u64) as usize)?;
     }
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: as above; `v` and `len` are live and `len` is `v`'s size.
-    let r = unsafe {
-        libc::getsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_SNDBUF,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(usize::try_from(v).unwrap_or(0))
+    s.send_buffer_size()
 }
 
 impl Transport {
