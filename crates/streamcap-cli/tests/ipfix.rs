@@ -443,8 +443,9 @@ fn active_timeouts_split_long_flows_into_records_that_add_up() {
     // Per connection (its 5-tuple and VLAN: unique in this trace), the
     // sums of nfdump's records are the final JSON record, and the records
     // tile its lifetime.
-    let mut sums: BTreeMap<(IpAddr, u16, IpAddr, u16, u8, u16), (u64, u64, [u64; 4], usize)> =
-        BTreeMap::new();
+    // Per 5-tuple and VLAN: first, last, the four sums, records.
+    type Key = (IpAddr, u16, IpAddr, u16, u8, u16);
+    let mut sums: BTreeMap<Key, (u64, u64, [u64; 4], usize)> = BTreeMap::new();
     for r in &got {
         let e = sums
             .entry((r.0, r.1, r.2, r.3, r.4, r.5))
