@@ -165,6 +165,11 @@ impl Deltas {
     /// records tile its lifetime.
     pub fn next(&mut self, r: &FlowRecord) -> Option<IpfixFlow> {
         let mut f = flow(r);
+        if !r.extra.interim && self.open.is_empty() {
+            // No connection was reported before (no active timeout, or
+            // none fell due yet): nothing to look up.
+            return Some(f);
+        }
         let key = ConnKey::of(r);
         let before = if r.extra.interim {
             self.open.get(&key).copied()

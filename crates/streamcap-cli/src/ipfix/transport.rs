@@ -225,7 +225,12 @@ impl Transport {
         match self {
             Transport::Udp { .. } => Ok(()),
             Transport::Tcp { stream, .. } => stream.get_ref().shutdown(std::net::Shutdown::Write),
-            Transport::File { file, .. } => file.get_ref().sync_all(),
+            // A regular file only: a device (/dev/null) or a pipe cannot be
+            // synced (EINVAL).
+            Transport::File { file, .. } => match file.get_ref().metadata() {
+                Ok(m) if m.is_file() => file.get_ref().sync_all(),
+                _ => Ok(()),
+            },
         }
     }
 }
