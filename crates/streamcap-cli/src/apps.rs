@@ -168,6 +168,9 @@ impl Handler for MultiCli {
     fn on_flow_end(&mut self, fe: &mut FlowEnd<'_, Self::State>) {
         self.0.on_flow_end(fe);
     }
+    fn on_flow_update(&mut self, fe: &mut FlowEnd<'_, Self::State>) {
+        self.0.on_flow_update(fe);
+    }
     fn on_tick(&mut self) {
         self.0.on_tick();
     }

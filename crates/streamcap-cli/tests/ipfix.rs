@@ -668,3 +668,40 @@ fn errors_are_clear_and_udp_failures_counted() {
     );
     assert!(v["flows"]["interim_records"].as_u64() > Some(0), "{v}");
 }
+
+/// `flows --app` exports the same way: its interim records (no label yet)
+/// and final ones (labelled) in the JSON, their deltas in the IPFIX file.
+#[test]
+fn app_classified_records_are_exported_too() {
+    let dir = tempdir("ipfix-app");
+    let file = dir.join("app.ipfix");
+    let input = Path::new("../../samples/sample.pcap");
+    let json = flows(
+        input,
+        &[
+            "--app",
+            "--active-timeout",
+            "1s",
+            "--ipfix-file",
+            file.to_str().expect("path"),
+        ],
+    );
+    let lines = json_lines(json.as_bytes());
+    let interim: Vec<_> = lines.iter().filter(|r| r["end"] == "active").collect();
+    assert!(!interim.is_empty());
+    assert!(
+        interim.iter().all(|r| r.get("app").is_none()),
+        "no label yet"
+    );
+    assert!(lines
+        .iter()
+        .filter(|r| r["end"] != "active")
+        .all(|r| r["app"].is_string()));
+    let got = sorted(
+        decode_stream(&std::fs::read(&file).expect("file"))
+            .iter()
+            .map(flow_row)
+            .collect(),
+    );
+    assert_eq!(got, sorted(expected(&json)));
+}
