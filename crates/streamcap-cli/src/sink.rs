@@ -18,6 +18,13 @@
 //! reader (a terminal, `| less`) slows the workers down instead of growing
 //! memory.
 //!
+//! Taps ([`crate::tap`], the IPFIX exporter) run on the writer thread and
+//! see every record beside its formatted line, in output order. With taps,
+//! a worker that formats its records itself hands the records over too
+//! (`Job::Tapped`: the text, the records, where each line ends), so the
+//! output is the text the worker wrote and the taps get the records; one
+//! tap thus serves every worker of the run.
+//!
 //! Guarantees: the records of different workers never interleave (a batch is
 //! a run of whole records of one worker); each worker's records keep their
 //! order; a flush returns once everything handed over before it is written
