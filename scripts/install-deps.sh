@@ -11,6 +11,8 @@
 #              is compared with (crates/streamcap-apps/tests/ndpi.rs)
 #   gcc, libc6-dev, pkg-config, valgrind - the C API's tests compile the C
 #              examples through pkg-config and run them under memcheck
+#   nfdump   - nfcapd, the IPFIX collector `flows --ipfix` is tested
+#              against, and nfdump to read its files back
 #   suricata - Suricata 7, which `streamcap nids` is compared with; on
 #              Debian 12 it comes from bookworm-backports, which this script
 #              adds to apt's sources when it is missing
@@ -24,7 +26,7 @@
 #       the peers need: they link the shared libnids.so with -lnids -lpcap.
 #       libnet1-dev and libglib2.0-dev would only be needed for the static
 #       libnids.a, which run.sh tries second.)
-#   softflowd, nfdump                         - NetFlow exporter peer and its collector (nfcapd)
+#   softflowd                                 - NetFlow exporter peer (its collector, nfcapd, is in the default set)
 #   time                                      - /usr/bin/time: CPU seconds and peak RSS of each run
 #   wireshark-common                          - mergecap, editcap, capinfos: the corpus-merged workload
 #   util-linux                                - taskset: the rows pinned to one CPU
@@ -35,9 +37,9 @@
 #   libhyperscan-dev                          - Hyperscan for the nids_match peer (libnids + Hyperscan)
 #   suricata                                  - the NIDS benchmark's Suricata rows
 set -euo pipefail
-pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin gcc libc6-dev pkg-config valgrind)
+pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin gcc libc6-dev pkg-config valgrind nfdump)
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(libnids-dev softflowd nfdump time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay libhyperscan-dev)
+  pkgs+=(libnids-dev softflowd time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay libhyperscan-dev)
 fi
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"

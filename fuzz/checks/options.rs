@@ -1,5 +1,6 @@
 //! The parsers of option values a user types: sizes and limits, CPU lists,
-//! cutoff and priority classes, fractions (the base threshold), replay
+//! cutoff and priority classes, fractions (the base threshold), timeouts
+//! (`--active-timeout`), replay
 //! rates and speeds, fan-out modes, reassembly modes and overlap policies.
 //! Arbitrary text: no panic, and what parses is consistent.
 use super::{args, rate, size};
@@ -30,6 +31,13 @@ pub fn run(data: &[u8]) {
     }
     if let Ok(f) = args::parse_fraction(s) {
         assert!((0.0..=1.0).contains(&f), "{s:?}: {f}");
+    }
+    if let Ok(ns) = args::parse_timeout(s) {
+        // From 1 ms to 10^6 s (`--active-timeout`).
+        assert!(
+            (1_000_000..=1_000_000_000_000_000).contains(&ns),
+            "{s:?}: {ns}"
+        );
     }
     // A rate or speed that parses is one the library accepts.
     for pace in [rate::parse_rate(s), rate::parse_speed(s)]

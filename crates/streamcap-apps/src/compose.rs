@@ -148,6 +148,20 @@ pub trait App {
         let _ = (fe, orig, resp, notes);
     }
 
+    /// An active-timeout report of a connection still open
+    /// ([`Handler::on_flow_update`]): both directions' states as they are
+    /// (the connection goes on), and the notes of the applications before
+    /// this one.
+    fn flow_update<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        orig: &mut Self::State,
+        resp: &mut Self::State,
+        notes: &mut Notes,
+    ) {
+        let _ = (fe, orig, resp, notes);
+    }
+
     /// Live capture: called regularly while idle (to flush output).
     fn tick(&mut self) {}
 }
@@ -262,6 +276,19 @@ impl<A: App, B: App> App for Both<A, B> {
             .flow_end(fe, &mut orig.1.state, &mut resp.1.state, notes);
     }
 
+    fn flow_update<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        orig: &mut Self::State,
+        resp: &mut Self::State,
+        notes: &mut Notes,
+    ) {
+        self.0
+            .flow_update(fe, &mut orig.0.state, &mut resp.0.state, notes);
+        self.1
+            .flow_update(fe, &mut orig.1.state, &mut resp.1.state, notes);
+    }
+
     fn tick(&mut self) {
         self.0.tick();
         self.1.tick();
@@ -307,6 +334,18 @@ impl<A: App> App for Option<A> {
     ) {
         if let Some(a) = self {
             a.flow_end(fe, orig, resp, notes);
+        }
+    }
+
+    fn flow_update<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        orig: &mut Self::State,
+        resp: &mut Self::State,
+        notes: &mut Notes,
+    ) {
+        if let Some(a) = self {
+            a.flow_update(fe, orig, resp, notes);
         }
     }
 
@@ -359,6 +398,16 @@ impl<A: App> App for Cutoff<A> {
         notes: &mut Notes,
     ) {
         self.0.flow_end(fe, orig, resp, notes);
+    }
+
+    fn flow_update<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        orig: &mut Self::State,
+        resp: &mut Self::State,
+        notes: &mut Notes,
+    ) {
+        self.0.flow_update(fe, orig, resp, notes);
     }
 
     fn tick(&mut self) {
@@ -461,6 +510,20 @@ impl<A: App> Handler for Apps<A> {
         let mut notes = Notes::default();
         self.app
             .flow_end(fe, &mut orig.state, &mut resp.state, &mut notes);
+    }
+
+    fn on_flow_update(&mut self, fe: &mut FlowEnd<'_, Self::State>) {
+        // The states are lent, not taken: the connection goes on. A
+        // direction without a packet yet has no state, and keeps none.
+        let mut orig = fe.state(Direction::Orig).0.take();
+        let mut resp = fe.state(Direction::Resp).0.take();
+        let mut spare = (Part::default(), Part::default());
+        let o = orig.as_deref_mut().unwrap_or(&mut spare.0);
+        let r = resp.as_deref_mut().unwrap_or(&mut spare.1);
+        self.app
+            .flow_update(fe, &mut o.state, &mut r.state, &mut Notes::default());
+        fe.state(Direction::Orig).0 = orig;
+        fe.state(Direction::Resp).0 = resp;
     }
 
     fn on_tick(&mut self) {

@@ -14,6 +14,8 @@
 //! - [`sink`]: where applications' records go.
 //! - [`http`]: HTTP/1.x transactions found by content on any port,
 //!   logged as Zeek's `http.log` (JSON or TSV).
+//! - [`export`]: flow export to collectors: IPFIX (RFC 7011) messages of
+//!   bidirectional flows (RFC 5103).
 //! - [`conn_id`]: the connection names (Zeek `uid`, EVE `flow_id`) every
 //!   application's records share.
 
@@ -22,6 +24,7 @@
 pub mod classify;
 pub mod compose;
 pub mod conn_id;
+pub mod export;
 pub mod http;
 pub mod logs;
 pub mod nids;

@@ -127,3 +127,80 @@ fn an_applications_cutoff_is_its_own() {
     assert!(!full.sink.is_empty());
     assert_eq!(keyed(&b, &full.sink), keyed(&b, &alone.handler.sink));
 }
+
+/// Counts the bytes it is given per direction, and what it saw of each
+/// connection at its updates and at its end.
+#[derive(Default)]
+struct Counter {
+    /// (update, orig bytes seen, resp bytes seen) per report.
+    reports: Vec<(bool, u64, u64)>,
+}
+
+impl streamcap_apps::compose::App for Counter {
+    type State = u64;
+    fn start<S>(&mut self, _: &streamcap::deliver::Stream<'_, S>, _: &mut u64) -> Want {
+        Want::All
+    }
+    fn data<S>(
+        &mut self,
+        _: &streamcap::deliver::Stream<'_, S>,
+        st: &mut u64,
+        c: &streamcap::deliver::Chunk<'_>,
+    ) -> Reply {
+        *st += c.new_data().len() as u64;
+        Want::All.into()
+    }
+    fn flow_update<S>(
+        &mut self,
+        _: &streamcap::deliver::FlowEnd<'_, S>,
+        o: &mut u64,
+        r: &mut u64,
+        _: &mut Notes,
+    ) {
+        self.reports.push((true, *o, *r));
+    }
+    fn flow_end<S>(
+        &mut self,
+        _: &streamcap::deliver::FlowEnd<'_, S>,
+        o: &mut u64,
+        r: &mut u64,
+        _: &mut Notes,
+    ) {
+        self.reports.push((false, *o, *r));
+    }
+}
+
+use streamcap_apps::compose::{Notes, Reply, Want};
+
+/// Active timeouts reach every application of a `Both`, with the states as
+/// they are (lent, not taken: the counts go on growing to the end).
+#[test]
+fn updates_reach_every_application_with_its_state() {
+    let cfg = streamcap::Config {
+        active_timeout: Some(1_000_000_000),
+        cutoff: None,
+        // Each segment delivered at once: the counts at an update are
+        // what arrived so far (chunks would wait for 16 KiB).
+        delivery: streamcap::deliver::Delivery::Segments,
+        ..streamcap::Config::default()
+    };
+    let report = Capture::builder()
+        .config(cfg)
+        .build()
+        .run_file(
+            sample(),
+            Apps::new(Both(Counter::default(), Counter::default())),
+        )
+        .expect("the sample runs");
+    let Both(a, b) = report.handler.into_inner();
+    assert_eq!(a.reports, b.reports);
+    let updates = a.reports.iter().filter(|r| r.0).count();
+    assert!(updates > 0, "the sample has connections longer than 1 s");
+    assert_eq!(
+        a.reports.len() - updates,
+        report.stats.flows_created.iter().sum::<u64>() as usize
+    );
+    // Some update saw bytes, and no count went down between reports (the
+    // connection's end comes with at least what its updates saw).
+    assert!(a.reports.iter().any(|r| r.0 && r.1 + r.2 > 0));
+}

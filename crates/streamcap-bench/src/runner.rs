@@ -23,6 +23,8 @@ enum Kind {
     Tcpflow,
     Tshark,
     Softflowd,
+    /// `streamcap flows --ipfix` to nfcapd: found is what nfcapd stored.
+    StreamcapIpfix,
 }
 
 #[derive(Clone, Debug)]
@@ -322,6 +324,27 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
             reason: "not installed (apt-get install tshark)".into(),
         }),
     }
+    if which("nfcapd").is_some() && which("nfdump").is_some() {
+        // The records as the `flows` row writes them, and exported as
+        // IPFIX (UDP, default pace) to nfcapd, as softflowd's row exports
+        // NetFlow v5.
+        t.push(Tool {
+            tool: "streamcap".into(),
+            mode: "flows --ipfix udp -> nfcapd".into(),
+            kind: Kind::StreamcapIpfix,
+            argv: vec![
+                sc.clone(),
+                "flows".into(),
+                "-q".into(),
+                "-r".into(),
+                "{FILE}".into(),
+                "--ipfix".into(),
+                "udp://127.0.0.1:{PORT}".into(),
+            ],
+            found_unit: "nf flows",
+            pin: None,
+        });
+    }
     match (which("softflowd"), which("nfcapd"), which("nfdump")) {
         (Some(p), Some(_), Some(_)) => t.push(Tool {
             tool: "softflowd".into(),
@@ -520,7 +543,7 @@ fn run_once(
     let out_dir = tmp.join("out");
     let _ = fs::remove_dir_all(&out_dir);
     let port = free_udp_port();
-    let collector = if t.kind == Kind::Softflowd {
+    let collector = if matches!(t.kind, Kind::Softflowd | Kind::StreamcapIpfix) {
         Some(start_nfcapd(&tmp.join("nfcapd"), port)?)
     } else {
         None
@@ -568,7 +591,7 @@ fn run_once(
                 })
                 .count() as u64
         }),
-        Kind::Softflowd => found_nf,
+        Kind::Softflowd | Kind::StreamcapIpfix => found_nf,
     };
     if t.kind == Kind::Tcpflow {
         let _ = fs::remove_dir_all(&out_dir);

@@ -168,6 +168,9 @@ impl Handler for MultiCli {
     fn on_flow_end(&mut self, fe: &mut FlowEnd<'_, Self::State>) {
         self.0.on_flow_end(fe);
     }
+    fn on_flow_update(&mut self, fe: &mut FlowEnd<'_, Self::State>) {
+        self.0.on_flow_update(fe);
+    }
     fn on_tick(&mut self) {
         self.0.on_tick();
     }
@@ -186,6 +189,7 @@ impl Finish for MultiCli {
         if let Some(Cutoff(f, _)) = flows {
             let e = f.finish_app();
             end.files = e.files;
+            end.interim = e.interim;
         }
         if let Some(Cutoff(h, _)) = http {
             h.sink.hand_over(true);
@@ -212,6 +216,8 @@ pub(crate) struct AppChoice {
     pub ssl: Option<(Option<PathBuf>, LogFormat)>,
     /// Flow records in this format (written to `-o`).
     pub flows: Option<(u64, Format, bool)>,
+    /// Further sinks of the flow records (`--ipfix`).
+    pub flow_taps: Vec<Box<dyn crate::tap::RecordTap>>,
     /// `http.log`, with the analyser's settings.
     pub http: Option<(u64, Option<PathBuf>, LogFormat, HttpConfig)>,
     /// `dns.log`.
@@ -236,7 +242,11 @@ impl AppSet {
         let flows = match choice.flows {
             Some((cut, format, digest)) => {
                 let app = choice.classify.is_some();
-                Some((cut, Outputs::open(c, format, digest, false, None, app)?))
+                let taps = choice.flow_taps;
+                Some((
+                    cut,
+                    Outputs::open(c, format, digest, false, None, app, taps)?,
+                ))
             }
             None => None,
         };
@@ -335,6 +345,10 @@ impl RunApp for AppSet {
         if let Some((_, n)) = &mut self.nids {
             n.finish(failure);
         }
+    }
+
+    fn exports(&self) -> &[crate::tap::TapReport] {
+        self.flows.as_ref().map_or(&[], |(_, o)| o.exports())
     }
 
     fn summary(&self, o: &Outcome, e: &mut dyn Write) {

@@ -102,9 +102,54 @@ pub fn parse_fraction(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// The longest `--active-timeout`: a million seconds (11.6 days).
+pub const MAX_ACTIVE_TIMEOUT_SECS: f64 = 1e6;
+
+/// Parses a timeout in seconds of capture time: `60`, `60s`, `1.5s`,
+/// `500ms`, `2m`, `1h`; from 1 ms to [`MAX_ACTIVE_TIMEOUT_SECS`].
+/// Nanoseconds.
+pub fn parse_timeout(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let v = num
+        .trim()
+        .parse::<f64>()
+        .map_err(|_| format!("{s:?} is not a duration (expected e.g. 60s, 1.5s, 500ms, 2m)"))?
+        * scale;
+    if !(1e-3..=MAX_ACTIVE_TIMEOUT_SECS).contains(&v) {
+        return Err(format!(
+            "{s:?}: expected from 1ms to {MAX_ACTIVE_TIMEOUT_SECS} seconds"
+        ));
+    }
+    Ok((v * 1e9).round() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts() {
+        assert_eq!(parse_timeout("60s"), Ok(60_000_000_000));
+        assert_eq!(parse_timeout("10"), Ok(10_000_000_000));
+        assert_eq!(parse_timeout("1.5s"), Ok(1_500_000_000));
+        assert_eq!(parse_timeout("500ms"), Ok(500_000_000));
+        assert_eq!(parse_timeout("2m"), Ok(120_000_000_000));
+        assert_eq!(parse_timeout("1h"), Ok(3_600_000_000_000));
+        for bad in ["", "0", "0s", "-1s", "abc", "NaN", "inf", "1e9s", "0.1ms"] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn cpu_lists() {

@@ -86,8 +86,10 @@ pub struct CliHandler {
     out_name: String,
     jsonl: Option<RecordSink>,
     failure: SharedFailure,
-    /// Records written.
+    /// Records written (interim ones included).
     pub records: u64,
+    /// Interim records written (`--active-timeout`).
+    pub interim: u64,
     /// Files created in the output directory.
     pub files: u64,
     /// Bytes written to stream files.
@@ -120,6 +122,7 @@ impl CliHandler {
             jsonl,
             failure,
             records: 0,
+            interim: 0,
             files: 0,
             file_bytes: 0,
             delivered: 0,
@@ -230,6 +233,12 @@ impl Handler for CliHandler {
         let mut resp = std::mem::take(fe.state(Direction::Resp));
         self.record(fe, &mut orig, &mut resp, &Notes::default());
     }
+
+    /// An active timeout: an interim record.
+    fn on_flow_update(&mut self, fe: &mut FlowEnd<'_, DirState>) {
+        let files = [Direction::Orig, Direction::Resp].map(|d| fe.state(d).file());
+        self.interim_record(fe, files, &Notes::default());
+    }
 }
 
 impl CliHandler {
@@ -271,6 +280,51 @@ impl CliHandler {
         }
     }
 
+    /// The interim record of a connection still open (`--active-timeout`):
+    /// its counters so far and `"end":"active"`; no digest (the streams go
+    /// on), the stream files as they are (`files`, orig and resp).
+    fn interim_record<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        files: [Option<Box<str>>; 2],
+        notes: &Notes,
+    ) {
+        if self.failed() {
+            return;
+        }
+        let mut r = FlowRecord::from_flow(fe);
+        r.app = notes.app;
+        r.extra.service = notes.service;
+        if self.digest {
+            // Not null: the final record has the digest.
+            r.orig.sha256 = None;
+            r.resp.sha256 = None;
+        }
+        if self.dir.is_some() {
+            let [o, rf] = files;
+            r.orig.file = Some(o.map(String::from));
+            r.resp.file = Some(rf.map(String::from));
+        }
+        self.records += 1;
+        self.interim += 1;
+        self.push(r);
+    }
+
+    /// Hands `r` to the record output (and `streams.jsonl`).
+    fn push(&mut self, r: FlowRecord) {
+        let copy = self.jsonl.as_ref().map(|_| r.clone());
+        if let Err(e) = self.out.push(r) {
+            self.fail(self.out_name.clone(), e);
+            return;
+        }
+        if let (Some(w), Some(d), Some(r)) = (self.jsonl.as_mut(), self.dir.as_ref(), copy) {
+            if let Err(e) = w.push(r) {
+                let p = d.join("streams.jsonl").display().to_string();
+                self.fail(p, e);
+            }
+        }
+    }
+
     /// The connection's record, with what the other applications noted.
     fn record<S>(
         &mut self,
@@ -302,17 +356,7 @@ impl CliHandler {
             d.file = file;
         }
         self.records += 1;
-        let copy = self.jsonl.as_ref().map(|_| r.clone());
-        if let Err(e) = self.out.push(r) {
-            self.fail(self.out_name.clone(), e);
-            return;
-        }
-        if let (Some(w), Some(d), Some(r)) = (self.jsonl.as_mut(), self.dir.as_ref(), copy) {
-            if let Err(e) = w.push(r) {
-                let p = d.join("streams.jsonl").display().to_string();
-                self.fail(p, e);
-            }
-        }
+        self.push(r);
     }
 }
 
@@ -345,6 +389,16 @@ impl App for CliHandler {
         self.record(fe, orig, resp, notes);
     }
 
+    fn flow_update<S>(
+        &mut self,
+        fe: &FlowEnd<'_, S>,
+        orig: &mut DirState,
+        resp: &mut DirState,
+        notes: &mut Notes,
+    ) {
+        self.interim_record(fe, [orig.file(), resp.file()], notes);
+    }
+
     fn tick(&mut self) {
         CliHandler::tick(self);
     }
@@ -355,6 +409,7 @@ impl crate::stage::Finish for CliHandler {
         self.finish();
         crate::stage::StageEnd {
             files: (self.files, self.file_bytes),
+            interim: self.interim,
             ..Default::default()
         }
     }

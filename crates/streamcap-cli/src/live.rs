@@ -216,6 +216,7 @@ pub(crate) fn run<A: RunApp>(
         filter: expr.map(|e| (matched, e)),
         files: files.0,
         file_bytes: files.1,
+        interim: report.interim,
         workers: if workers > 1 { per_worker } else { Vec::new() },
         kernel: Some((kernel.packets, kernel.drops, kernel.freeze_count)),
         analysis: report.analysis.take(),

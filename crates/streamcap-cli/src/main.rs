@@ -5,6 +5,7 @@ mod apps;
 mod args;
 mod community_id;
 mod handler;
+mod ipfix;
 mod limits;
 mod live;
 mod nids;
@@ -20,6 +21,7 @@ mod sink;
 mod size;
 mod stage;
 mod stats_json;
+mod tap;
 mod tcpflow;
 mod with;
 mod zeek;
@@ -188,6 +190,15 @@ struct FlowsArgs {
     /// unknown. Only the first bytes of each direction are copied.
     #[arg(long)]
     app: bool,
+    /// Report a connection still open SECS of capture time after its
+    /// first packet, and every SECS after, with an interim record
+    /// (`"end":"active"`, its counters so far; IPFIX: the counters since
+    /// the previous report, flowEndReason 2), e.g. 60s, 10, 1.5s, 500ms,
+    /// 2m. [default: off]
+    #[arg(long, value_name = "SECS", value_parser = args::parse_timeout)]
+    active_timeout: Option<u64>,
+    #[command(flatten)]
+    ipfix: ipfix::IpfixArgs,
     #[command(flatten)]
     common: Common,
 }
@@ -414,6 +425,9 @@ struct Common {
     /// A tcpdump-syntax filter, e.g. `tcp port 80 and host 10.0.0.1`.
     #[arg(value_name = "FILTER")]
     filter: Vec<String>,
+    /// The active timeout, nanoseconds (`flows --active-timeout`).
+    #[arg(skip)]
+    active_timeout: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -433,18 +447,31 @@ fn dispatch(cmd: Cmd) -> ExitCode {
         Cmd::Nids(a) => nids::run(a),
         Cmd::Http(a) => with::http(a),
         Cmd::Run(a) => with::run(a),
-        Cmd::Flows(a) if a.app => {
-            let choice = apps::AppChoice {
-                classify: Some(u64::MAX),
-                flows: Some((u64::MAX, a.format, a.digest)),
-                ..apps::AppChoice::default()
-            };
-            run::run(a.common, None, |c, _| apps::AppSet::open(c, choice))
-        }
-        Cmd::Flows(a) => {
+        Cmd::Flows(mut a) => {
+            a.common.active_timeout = a.active_timeout;
+            if let Some(f) = &a.ipfix.ipfix_file {
+                let (read, out) = (a.common.read.as_deref(), a.common.output.as_deref());
+                if let Err(e) = paths::check_extra(read, out, f, "--ipfix-file", "IPFIX") {
+                    return usage(e);
+                }
+            }
+            let export = a.ipfix;
+            if a.app {
+                let choice = apps::AppChoice {
+                    classify: Some(u64::MAX),
+                    flows: Some((u64::MAX, a.format, a.digest)),
+                    ..apps::AppChoice::default()
+                };
+                return run::run(a.common, None, |c, _| {
+                    let mut choice = choice;
+                    choice.flow_taps = ipfix::open(&export)?;
+                    apps::AppSet::open(c, choice)
+                });
+            }
             let (format, digest) = (a.format, a.digest);
             run::run(a.common, None, |c, dir| {
-                run::Outputs::open(c, format, digest, false, dir, false)
+                let taps = ipfix::open(&export)?;
+                run::Outputs::open(c, format, digest, false, dir, false, taps)
             })
         }
         Cmd::Streams(a) => {
@@ -458,7 +485,7 @@ fn dispatch(cmd: Cmd) -> ExitCode {
             let dir = a.dir.map(|path| paths::OutDir { path, mode });
             let format = a.format;
             run::run(a.common, dir, |c, dir| {
-                run::Outputs::open(c, format, false, true, dir, false)
+                run::Outputs::open(c, format, false, true, dir, false, Vec::new())
             })
         }
     }

@@ -108,19 +108,31 @@ fn same_place(a: &Path, b: &Path) -> bool {
 /// Checks that `--stats-json` names neither the input file nor the
 /// records' output.
 pub fn check_stats(read: Option<&Path>, output: Option<&Path>, stats: &Path) -> Result<(), String> {
+    check_extra(read, output, stats, "--stats-json", "the statistics")
+}
+
+/// Checks a further output file (`option` names it, `what` says what goes
+/// in it) as [`check_stats`] does: neither the input nor `-o`.
+pub fn check_extra(
+    read: Option<&Path>,
+    output: Option<&Path>,
+    path: &Path,
+    option: &str,
+    what: &str,
+) -> Result<(), String> {
     if let Some(id) = input_identity(read) {
-        if existing(stats) == Some(id) {
+        if existing(path) == Some(id) {
             return Err(format!(
-                "--stats-json {} is the input file: writing the statistics would destroy the capture; choose another file",
-                stats.display()
+                "{option} {} is the input file: writing {what} would destroy the capture; choose another file",
+                path.display()
             ));
         }
     }
     if let Some(o) = output.filter(|p| *p != Path::new("-")) {
-        if same_place(o, stats) {
+        if same_place(o, path) {
             return Err(format!(
-                "--stats-json {} is also the records' output (-o): choose another file",
-                stats.display()
+                "{option} {} is also the records' output (-o): choose another file",
+                path.display()
             ));
         }
     }

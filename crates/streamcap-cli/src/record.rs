@@ -103,6 +103,10 @@ impl DirRecord {
     }
 }
 
+/// The `end` of an interim record (`--active-timeout`): the connection is
+/// still open, and its counters are those so far.
+pub const INTERIM_END: &str = "active";
+
 /// One connection.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowRecord {
@@ -126,7 +130,7 @@ pub struct FlowRecord {
     pub orig: DirRecord,
     /// From the responder.
     pub resp: DirRecord,
-    /// Why it ended.
+    /// Why it ended, or [`INTERIM_END`] for an interim record.
     pub end: &'static str,
     /// Error flags of both directions (written as a list of names).
     #[serde(serialize_with = "error_names")]
@@ -160,6 +164,9 @@ pub struct Extra {
     pub vlan_key: u32,
     /// Zeek's `service` name of the classifier's label.
     pub service: Option<&'static str>,
+    /// An interim record of a connection still open at its active timeout
+    /// (`end` is `"active"`), not its end.
+    pub interim: bool,
 }
 
 /// Zeek-style history letters, kept inline (a record is built per
@@ -214,7 +221,11 @@ impl FlowRecord {
             vlan: fe.key().vlan(),
             orig: DirRecord::new(o),
             resp: DirRecord::new(r),
-            end: fe.end_reason().name(),
+            end: if fe.is_update() {
+                INTERIM_END
+            } else {
+                fe.end_reason().name()
+            },
             errors: o.errors.union(r.errors),
             tunnel: fe.key().tunnel().map(|t| t.to_string()),
             app: None,
@@ -223,6 +234,7 @@ impl FlowRecord {
                 conn_id: o.conn_id,
                 vlan_key: fe.key().vlan_key(),
                 service: None,
+                interim: fe.is_update(),
             },
         }
     }

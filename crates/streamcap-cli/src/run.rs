@@ -10,6 +10,7 @@ use crate::pump::{self, Pump};
 use crate::signals::{self, Stopper};
 use crate::sink::{BatchSink, RecordSink, SharedOutput};
 use crate::stage::{CliStage, Finish, Finished};
+use crate::tap::{RecordTap, TapReport};
 use crate::{Common, DeliveryArg, ModeArg, PolicyArg};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
@@ -126,6 +127,7 @@ fn config(c: &Common, bytes: bool) -> Result<Config, String> {
         priority: c.priority,
         base_threshold: c.base_threshold,
         overload_cutoff: c.overload_cutoff,
+        active_timeout: c.active_timeout,
         ..Config::default()
     };
     if let Some(chunk) = c.chunk {
@@ -218,12 +220,16 @@ pub(crate) struct Outputs {
     /// With `-w DIR`: the directory and its `streams.jsonl` (JSON lines, so
     /// no header or trailer to write).
     dir: Option<(PathBuf, SharedOutput)>,
+    /// What the taps of `out` did (`--ipfix`), once finished.
+    exports: Vec<TapReport>,
 }
 
 impl Outputs {
     /// Opens `-o` (or standard output) for records in `format`, and the
     /// `-w` directory if there is one; `digest` hashes each direction,
-    /// `streams` reassembles every stream (`streams`).
+    /// `streams` reassembles every stream (`streams`); `taps` see every
+    /// record of `-o` (`--ipfix`).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn open(
         c: &Common,
         format: Format,
@@ -231,6 +237,7 @@ impl Outputs {
         streams: bool,
         dir: Option<OutDir>,
         app: bool,
+        taps: Vec<Box<dyn RecordTap>>,
     ) -> Result<Outputs, String> {
         if let Some(d) = &dir {
             paths::clear_ours(d)?;
@@ -250,7 +257,7 @@ impl Outputs {
             community_seed: c.community_id_seed,
             app,
         };
-        let out = SharedOutput::spawn("records", raw, format)
+        let out = SharedOutput::spawn_tapped("records", raw, format, taps)
             .map_err(|e| format!("cannot start the writer thread of {out_name}: {e}"))?;
         let framing = FramingWriter::new(Box::new(BatchSink::new(out.clone())), format);
         let dir = match dir {
@@ -285,7 +292,13 @@ impl Outputs {
             out_name,
             framing,
             dir,
+            exports: Vec::new(),
         })
+    }
+
+    /// What the taps did (after [`RunApp::finish`]).
+    pub(crate) fn exports(&self) -> &[TapReport] {
+        &self.exports
     }
 
     /// A handler for one of `workers` workers, handing its records to the
@@ -338,6 +351,10 @@ pub(crate) trait RunApp {
         let _ = o;
         None
     }
+    /// What the record output's taps did (`--ipfix`), after `finish`.
+    fn exports(&self) -> &[TapReport] {
+        &[]
+    }
 }
 
 impl RunApp for Outputs {
@@ -357,9 +374,18 @@ impl RunApp for Outputs {
         }
     }
 
+    fn exports(&self) -> &[TapReport] {
+        Outputs::exports(self)
+    }
+
     fn finish(&mut self, failure: &Failure) {
         if let Err(e) = self.framing.finish() {
             failure.set(self.out_name.clone(), e);
+        }
+        // After the trailer: every record reached the taps.
+        match self.out.finish_taps() {
+            Ok(reports) => self.exports = reports,
+            Err(e) => failure.set(self.out_name.clone(), e),
         }
         if let Some((d, shared)) = &self.dir {
             if let Err(e) = shared.flush() {
@@ -471,6 +497,8 @@ pub(crate) struct Outcome {
     pub filter: Option<(u64, String)>,
     pub files: u64,
     pub file_bytes: u64,
+    /// Interim flow records written (`--active-timeout`).
+    pub interim: u64,
     /// Per worker: packets, flows created.
     pub workers: Vec<(u64, u64)>,
     /// Kernel counters of a live run: received, dropped, freeze count.
@@ -727,6 +755,7 @@ pub(crate) fn run<A: RunApp>(
         filter: filter_count,
         files: files.0,
         file_bytes: files.1,
+        interim: report.interim,
         workers: if c.workers > 1 {
             per_worker
         } else {
@@ -803,6 +832,11 @@ fn input_message(e: &dyn std::fmt::Display, pipe: Option<&str>, read: &Path) -> 
 /// a normal end, as for other filters).
 pub(crate) fn output_failure(failure: &Failure) -> Option<ExitCode> {
     let (what, e) = failure.take()?;
+    if let Some(tap) = crate::tap::as_tap_error(&e) {
+        // A tap's error names the tap (`ipfix tcp://…`), not the output.
+        eprintln!("streamcap: {tap}");
+        return Some(ExitCode::from(1));
+    }
     if e.kind() == io::ErrorKind::BrokenPipe {
         return Some(ExitCode::SUCCESS);
     }
@@ -838,6 +872,20 @@ pub(crate) fn stats_json(
     let mut v = crate::stats_json::value(source, o, c.base_threshold);
     if let (Some((key, part)), Some(obj)) = (app.stats_json(o), v.as_object_mut()) {
         obj.insert(key.to_string(), part);
+    }
+    if let (false, Some(obj)) = (app.exports().is_empty(), v.as_object_mut()) {
+        let list: Vec<serde_json::Value> = app
+            .exports()
+            .iter()
+            .map(|r| {
+                let mut j = r.json.clone();
+                if let Some(m) = j.as_object_mut() {
+                    m.insert("kind".into(), r.kind.into());
+                }
+                j
+            })
+            .collect();
+        obj.insert("exports".into(), list.into());
     }
     match crate::stats_json::write(path, &v) {
         Ok(()) => None,
@@ -1011,7 +1059,17 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel, app: &impl RunA
             errs.join(", ")
         }
     );
+    if o.interim > 0 {
+        let _ = writeln!(
+            e,
+            "  interim      {} records of connections still open at their active timeout",
+            o.interim
+        );
+    }
     app.summary(o, &mut e);
+    for r in app.exports() {
+        let _ = writeln!(e, "  {:<12} {}", r.kind, r.line);
+    }
     let _ = writeln!(
         e,
         "  time         {:.3} s, {}pkt/s, {:.3} Gbit/s",

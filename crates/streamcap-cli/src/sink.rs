@@ -18,6 +18,13 @@
 //! reader (a terminal, `| less`) slows the workers down instead of growing
 //! memory.
 //!
+//! Taps ([`crate::tap`], the IPFIX exporter) run on the writer thread and
+//! see every record beside its formatted line, in output order. With taps,
+//! a worker that formats its records itself hands the records over too
+//! (`Job::Tapped`: the text, the records, where each line ends), so the
+//! output is the text the worker wrote and the taps get the records; one
+//! tap thus serves every worker of the run.
+//!
 //! Guarantees: the records of different workers never interleave (a batch is
 //! a run of whole records of one worker); each worker's records keep their
 //! order; a flush returns once everything handed over before it is written
@@ -28,6 +35,7 @@
 
 use crate::output::RecordFormat;
 use crate::record::FlowRecord;
+use crate::tap::{RecordTap, TapError, TapReport};
 use std::io::{self, Write};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -56,18 +64,66 @@ enum Job {
     Write(Vec<u8>),
     /// Format these records and write them.
     Records(Vec<FlowRecord>),
+    /// Write these records, formatted by a worker into `text` (record `i`
+    /// ends at `ends[i]`): for the taps, which see the records themselves.
+    Tapped {
+        text: Vec<u8>,
+        records: Vec<FlowRecord>,
+        ends: Vec<usize>,
+    },
     /// Flush, then answer with the result (and any earlier write error).
     Flush(SyncSender<io::Result<()>>),
+    /// Finish the taps (after the last record and flush) and answer with
+    /// their reports.
+    FinishTaps(SyncSender<io::Result<Vec<TapReport>>>),
 }
 
 /// The first error the writer thread met, kept to be reported to every
-/// later hand-over (an `io::Error` cannot be cloned: kind and text are kept).
-type FirstError = Arc<Mutex<Option<(io::ErrorKind, String)>>>;
+/// later hand-over (an `io::Error` cannot be cloned: kind and text are
+/// kept, and whether a tap met it rather than the output).
+type FirstError = Arc<Mutex<Option<(io::ErrorKind, String, bool)>>>;
 
 fn stored(error: &FirstError) -> io::Result<()> {
     match &*error.lock().unwrap_or_else(PoisonError::into_inner) {
-        Some((kind, text)) => Err(io::Error::new(*kind, text.clone())),
+        Some((_, text, true)) => Err(io::Error::other(TapError(text.clone()))),
+        Some((kind, text, false)) => Err(io::Error::new(*kind, text.clone())),
         None => Ok(()),
+    }
+}
+
+/// Keeps `e` as the first error, unless there is one.
+fn keep_first(error: &FirstError, e: &io::Error) {
+    let mut slot = error.lock().unwrap_or_else(PoisonError::into_inner);
+    if slot.is_none() {
+        *slot = Some(match crate::tap::as_tap_error(e) {
+            Some(t) => (e.kind(), t.0.clone(), true),
+            None => (e.kind(), e.to_string(), false),
+        });
+    }
+}
+
+/// Hands each record and its line (`text[ends[i-1]..ends[i]]`) to every
+/// tap; the first error is kept (as the tap's) and ends the feeding.
+fn feed_taps(
+    taps: &mut [Box<dyn RecordTap>],
+    records: &[FlowRecord],
+    text: &[u8],
+    ends: &[usize],
+    first: &FirstError,
+) {
+    if taps.is_empty() {
+        return;
+    }
+    let mut start = 0;
+    for (r, &end) in records.iter().zip(ends) {
+        let line = text.get(start..end).unwrap_or_default();
+        start = end;
+        for t in taps.iter_mut() {
+            if let Err(e) = t.record(r, line) {
+                keep_first(first, &crate::tap::tap_error(t.name(), &e));
+                return;
+            }
+        }
     }
 }
 
@@ -99,6 +155,9 @@ struct Writer {
     /// How the thread formats record batches (for a worker that formats a
     /// batch itself when the queue is full).
     format: RecordFormat,
+    /// Whether taps see the records (then the records reach the thread
+    /// even when a worker formats them).
+    tapped: bool,
     error: FirstError,
     spares: Spares<u8>,
     record_spares: Spares<FlowRecord>,
@@ -127,9 +186,21 @@ impl SharedOutput {
     /// `format`.
     pub fn spawn(
         name: &str,
-        mut out: Box<dyn Write + Send>,
+        out: Box<dyn Write + Send>,
         format: RecordFormat,
     ) -> io::Result<SharedOutput> {
+        SharedOutput::spawn_tapped(name, out, format, Vec::new())
+    }
+
+    /// [`SharedOutput::spawn`], with `taps` fed every record written, on
+    /// the writer thread (see [`crate::tap`]).
+    pub fn spawn_tapped(
+        name: &str,
+        mut out: Box<dyn Write + Send>,
+        format: RecordFormat,
+        mut taps: Vec<Box<dyn RecordTap>>,
+    ) -> io::Result<SharedOutput> {
+        let tapped = !taps.is_empty();
         let (jobs, queue): (SyncSender<Job>, Receiver<Job>) = sync_channel(QUEUED_BATCHES);
         let error: FirstError = Arc::default();
         let first = error.clone();
@@ -142,11 +213,9 @@ impl SharedOutput {
             .name(format!("streamcap-out-{name}"))
             .spawn(move || {
                 let _running = running;
-                let fail = |e: io::Error| {
-                    let mut slot = first.lock().unwrap_or_else(PoisonError::into_inner);
-                    slot.get_or_insert((e.kind(), e.to_string()));
-                };
+                let fail = |e: io::Error| keep_first(&first, &e);
                 let mut text = Vec::with_capacity(BATCH + 4096);
+                let mut ends = Vec::new();
                 loop {
                     // An abort (second signal) ends the thread between two
                     // batches, after a flush: the output ends with a whole
@@ -171,22 +240,64 @@ impl SharedOutput {
                         Job::Records(records) => {
                             if stored(&first).is_ok() {
                                 text.clear();
+                                ends.clear();
                                 for r in &records {
                                     format.append(r, &mut text);
+                                    ends.push(text.len());
                                 }
                                 if let Err(e) = out.write_all(&text) {
                                     fail(e);
+                                } else {
+                                    feed_taps(&mut taps, &records, &text, &ends, &first);
                                 }
                             }
                             give_back(&returned_records, records);
                         }
+                        Job::Tapped {
+                            text: bytes,
+                            records,
+                            ends: at,
+                        } => {
+                            if stored(&first).is_ok() {
+                                if let Err(e) = out.write_all(&bytes) {
+                                    fail(e);
+                                } else {
+                                    feed_taps(&mut taps, &records, &bytes, &at, &first);
+                                }
+                            }
+                            give_back(&returned, bytes);
+                            give_back(&returned_records, records);
+                        }
                         Job::Flush(done) => {
+                            if stored(&first).is_ok() {
+                                for t in taps.iter_mut() {
+                                    if let Err(e) = t.flush() {
+                                        fail(crate::tap::tap_error(t.name(), &e));
+                                        break;
+                                    }
+                                }
+                            }
                             if stored(&first).is_ok() {
                                 if let Err(e) = out.flush() {
                                     fail(e);
                                 }
                             }
                             let _ = done.send(stored(&first));
+                        }
+                        Job::FinishTaps(done) => {
+                            let mut reports = Vec::new();
+                            if stored(&first).is_ok() {
+                                for t in taps.iter_mut() {
+                                    match t.finish() {
+                                        Ok(r) => reports.push(r),
+                                        Err(e) => {
+                                            fail(crate::tap::tap_error(t.name(), &e));
+                                            break;
+                                        }
+                                    }
+                                }
+                            }
+                            let _ = done.send(stored(&first).map(|()| reports));
                         }
                     }
                 }
@@ -195,6 +306,7 @@ impl SharedOutput {
         Ok(SharedOutput(Arc::new(Writer {
             jobs,
             format,
+            tapped,
             error,
             spares,
             record_spares,
@@ -209,6 +321,43 @@ impl SharedOutput {
         self.0.jobs.send(Job::Write(bytes)).map_err(|_| gone())
     }
 
+    /// Queues records formatted by a worker, with the records, for the
+    /// taps; fails like [`SharedOutput::write`].
+    fn write_tapped(
+        &self,
+        text: Vec<u8>,
+        records: Vec<FlowRecord>,
+        ends: Vec<usize>,
+    ) -> io::Result<()> {
+        stored(&self.0.error)?;
+        let job = Job::Tapped {
+            text,
+            records,
+            ends,
+        };
+        send_soon(&self.0.jobs, job).map_err(|_| gone())
+    }
+
+    /// Whether taps see the records.
+    pub fn is_tapped(&self) -> bool {
+        self.0.tapped
+    }
+
+    /// Finishes the taps, once every record is written and flushed, and
+    /// returns their reports; fails with the first error of the output or
+    /// of a tap.
+    pub fn finish_taps(&self) -> io::Result<Vec<TapReport>> {
+        if !self.0.tapped {
+            return stored(&self.0.error).map(|()| Vec::new());
+        }
+        let (done, answer) = sync_channel(1);
+        self.0
+            .jobs
+            .send(Job::FinishTaps(done))
+            .map_err(|_| gone())?;
+        answer.recv().map_err(|_| gone())?
+    }
+
     /// Queues `records` for formatting and writing; fails like
     /// [`SharedOutput::write`]. If the queue is full (the writer thread is
     /// behind), formats them on the calling thread instead of waiting, and
@@ -217,6 +366,15 @@ impl SharedOutput {
         stored(&self.0.error)?;
         match self.0.jobs.try_send(Job::Records(records)) {
             Ok(()) => Ok(()),
+            Err(TrySendError::Full(Job::Records(records))) if self.0.tapped => {
+                let mut text = self.empty_batch(BATCH + 4096);
+                let mut ends = Vec::with_capacity(records.len());
+                for r in &records {
+                    self.0.format.append(r, &mut text);
+                    ends.push(text.len());
+                }
+                self.write_tapped(text, records, ends)
+            }
             Err(TrySendError::Full(Job::Records(records))) => {
                 let mut text = self.empty_batch(BATCH + 4096);
                 for r in &records {
@@ -397,8 +555,9 @@ pub struct RecordSink {
 enum Pending {
     /// Records for the output's thread to format.
     Records(Vec<FlowRecord>),
-    /// Records this worker formatted, in `RecordFormat`.
-    Formatted(RecordFormat, Vec<u8>),
+    /// Records this worker formatted, in `RecordFormat`; with taps, the
+    /// records themselves too, and where each one's text ends.
+    Formatted(RecordFormat, Vec<u8>, Option<(Vec<FlowRecord>, Vec<usize>)>),
 }
 
 impl RecordSink {
@@ -410,11 +569,15 @@ impl RecordSink {
         }
     }
 
-    /// A sink that formats its records in `format` before handing them over.
+    /// A sink that formats its records in `format` before handing them
+    /// over (with the records themselves when `shared` has taps).
     pub fn formatting(shared: SharedOutput, format: RecordFormat) -> RecordSink {
+        let tapped = shared
+            .is_tapped()
+            .then(|| (Vec::with_capacity(RECORD_BATCH), Vec::new()));
         RecordSink {
             shared,
-            pending: Pending::Formatted(format, Vec::with_capacity(BATCH + 4096)),
+            pending: Pending::Formatted(format, Vec::with_capacity(BATCH + 4096), tapped),
         }
     }
 
@@ -426,8 +589,14 @@ impl RecordSink {
                 records.push(r);
                 records.len() >= RECORD_BATCH
             }
-            Pending::Formatted(format, bytes) => {
+            Pending::Formatted(format, bytes, None) => {
                 format.append(&r, bytes);
+                bytes.len() >= BATCH
+            }
+            Pending::Formatted(format, bytes, Some((records, ends))) => {
+                format.append(&r, bytes);
+                ends.push(bytes.len());
+                records.push(r);
                 bytes.len() >= BATCH
             }
         };
@@ -444,9 +613,16 @@ impl RecordSink {
                 let full = std::mem::replace(records, spare);
                 self.shared.write_records(full)
             }
-            Pending::Formatted(_, bytes) if !bytes.is_empty() => {
+            Pending::Formatted(_, bytes, None) if !bytes.is_empty() => {
                 let full = std::mem::replace(bytes, self.shared.empty_batch(BATCH + 4096));
                 self.shared.write(full)
+            }
+            Pending::Formatted(_, bytes, Some((records, ends))) if !bytes.is_empty() => {
+                let full = std::mem::replace(bytes, self.shared.empty_batch(BATCH + 4096));
+                let spare = take_spare(&self.shared.0.record_spares, RECORD_BATCH);
+                let recs = std::mem::replace(records, spare);
+                let at = std::mem::replace(ends, Vec::with_capacity(recs.len()));
+                self.shared.write_tapped(full, recs, at)
             }
             _ => Ok(()),
         }

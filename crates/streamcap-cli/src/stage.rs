@@ -17,6 +17,8 @@ use streamcap_apps::nids::NidsStats;
 pub(crate) struct StageEnd {
     /// Stream files written: count, bytes.
     pub files: (u64, u64),
+    /// Interim flow records written (`--active-timeout`).
+    pub interim: u64,
     /// The analysis stage's counters, when there is one.
     pub analysis: Option<AnalysisStats>,
     /// The NIDS's counters, when it ran.
@@ -34,6 +36,7 @@ impl StageEnd {
     fn add(&mut self, o: StageEnd) {
         self.files.0 += o.files.0;
         self.files.1 += o.files.1;
+        self.interim += o.interim;
         if let Some(a) = o.analysis {
             let sum = self.analysis.get_or_insert_with(AnalysisStats::default);
             sum.threads += a.threads;
@@ -103,6 +106,8 @@ pub(crate) struct Finished {
     pub hooks: Vec<Hooks>,
     /// Stream files written: count, bytes.
     pub files: (u64, u64),
+    /// Interim flow records written (`--active-timeout`).
+    pub interim: u64,
     /// Per worker: packets, flows created.
     pub per_worker: Vec<(u64, u64)>,
     /// The analysis stages' counters, summed over the workers.
@@ -130,6 +135,7 @@ impl Finished {
             error: report.error,
             hooks: Vec::new(),
             files: (0, 0),
+            interim: 0,
             per_worker: Vec::new(),
             analysis: None,
             nids: None,
@@ -155,6 +161,7 @@ impl Finished {
             out.hooks.push(w.hooks);
         }
         out.files = end.files;
+        out.interim = end.interim;
         out.analysis = end.analysis;
         out.nids = end.nids;
         out.classify = end.classify;

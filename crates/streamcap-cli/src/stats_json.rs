@@ -85,6 +85,7 @@ pub fn value(source: &str, o: &Outcome, base_threshold: f64) -> Value {
         "flows": {
             "created": by_proto,
             "ended": ended,
+            "interim_records": o.interim,
         },
         "streams": {
             "count": s.streams,

@@ -382,6 +382,7 @@ mod tests {
                 history: crate::record::History::new("S"),
                 conn_id: id,
                 vlan_key: 0,
+                interim: false,
             },
             ..FlowRecord::for_test(port)
         };
