@@ -11,8 +11,10 @@
 //! lines; `[..]`: any text within a line). A last line `[exit: N]` expects
 //! exit status N instead of 0. Blocks marked ```` ```console root ```` (live
 //! capture) run where a live capture on `lo` works (as root), with `sudo`
-//! dropped, `eth0` read as `lo` and `--duration` cut to one second;
-//! elsewhere they are skipped with a message.
+//! dropped, `eth0` read as `lo` and `--duration` cut to one second, in a
+//! network namespace of their own where `unshare` and `ip` allow (so that
+//! nothing else on the machine's loopback reaches them); elsewhere they
+//! are skipped with a message.
 //!
 //! A command of `streamcap` in any other code block of those pages fails
 //! the test: every example is run.
@@ -191,6 +193,15 @@ fn can_capture_live() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Whether a command can run in a network namespace of its own
+/// (`unshare --net`, root) with its loopback interface up (`ip`).
+fn own_network_works() -> bool {
+    Command::new("unshare")
+        .args(["--net", "ip", "link", "set", "lo", "up"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// Runs one example in `dir`; returns what went wrong, if anything.
 fn check(ex: &Example, dir: &Path, path: &str) -> Result<(), String> {
     let mut cmd = ex.command.replace("cargo run --release -- ", "streamcap ");
@@ -212,8 +223,17 @@ fn check(ex: &Example, dir: &Path, path: &str) -> Result<(), String> {
         }
         cmd = out.join(" ");
     }
-    let out = Command::new("sh")
-        .arg("-c")
+    let mut runner = Command::new("sh");
+    if ex.root && own_network_works() {
+        // A network namespace of its own: the loopback interface carries
+        // nothing but what the example sends, whatever else runs here.
+        runner = Command::new("unshare");
+        runner.args(["--net", "sh", "-c"]);
+        cmd = format!("ip link set lo up && {cmd}");
+    } else {
+        runner.arg("-c");
+    }
+    let out = runner
         .arg(&cmd)
         .current_dir(dir)
         .env("PATH", path)

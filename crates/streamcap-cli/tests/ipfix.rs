@@ -248,7 +248,18 @@ impl Nfcapd {
             .port();
         let out = std::fs::File::create(&log).expect("log");
         let child = Command::new("nfcapd")
-            .args(["-b", "127.0.0.1", "-p", &port.to_string(), "-w"])
+            // A receive buffer of 8 MiB (as far as net.core.rmem_max
+            // allows): a collector starved of CPU by a busy machine loses
+            // no datagram of a burst.
+            .args([
+                "-b",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-B",
+                "8388608",
+                "-w",
+            ])
             .arg(&dir)
             .stdin(Stdio::null())
             .stdout(out.try_clone().expect("log"))
@@ -291,7 +302,21 @@ impl Nfcapd {
             .status()
             .expect("kill");
         assert!(killed.success());
-        let status = self.child.wait().expect("nfcapd ends");
+        // nfcapd ends within a second of SIGTERM; one that hangs (it can,
+        // after a write error such as a full disk) fails the test rather
+        // than holding it forever.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(st) = self.child.try_wait().expect("nfcapd status") {
+                break st;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("nfcapd did not end 30 s after SIGTERM\n{}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
         assert!(status.success(), "nfcapd: {status:?}\n{}", self.log_text());
         let out = Command::new("nfdump")
             .env("TZ", "UTC")
@@ -429,7 +454,19 @@ fn active_timeouts_split_long_flows_into_records_that_add_up() {
     // 200,000 packets at 10 Mbit/s: about 2 minutes.
     let trace = campus("active", 0.01);
     let url = nf.url();
-    let json = flows(&trace, &["--ipfix", &url, "--active-timeout", "10s"]);
+    // Paced at 2,000 messages per second (a few seconds for this trace):
+    // nfcapd, on one of two busy cores, keeps up.
+    let json = flows(
+        &trace,
+        &[
+            "--ipfix",
+            &url,
+            "--active-timeout",
+            "10s",
+            "--ipfix-rate",
+            "2000",
+        ],
+    );
     let (got, log) = nf.stop();
     no_sequence_errors(&log);
     let all = recs(&json);
