@@ -342,8 +342,9 @@ fi
 # --with nids (and --with app) against the three run separately; every row
 # pinned to one CPU, streamcap's also unpinned (bench/results/apps.json).
 # Workloads: the generator's labelled application traffic (streamcap-gen
-# apps), a campus trace, and the first packets of corpus-merged (traffic
-# the project does not generate; tshark needs minutes for all of it).
+# apps), a campus trace, and, from corpus-merged (traffic the project does
+# not generate), its first copy (`corpus-base`) and its first
+# BENCH_APPS_CORPUS_PACKETS packets (tshark needs minutes for all of it).
 if [ "$APPS" = 1 ]; then
   APPS_FLOWS="${BENCH_APPS_FLOWS:-$([ "$QUICK" = 1 ] && echo 20000 || echo 100000)}"
   APPS_CAMPUS="${BENCH_APPS_CAMPUS_PACKETS:-$([ "$QUICK" = 1 ] && echo 100000 || echo 300000)}"
@@ -361,9 +362,20 @@ if [ "$APPS" = 1 ]; then
     case "$w" in
       corpus-merged=*)
         [ "$APPS_CORPUS" != 0 ] || continue
-        src="${w#*=}" f="$BENCH_WORK/corpus-merged-apps-$APPS_CORPUS.pcap"
+        src="${w#*=}"
+        # corpus-base: the merged captures once (the first copy, its
+        # packet count from the .about file), no address repeated later.
+        n="$(sed -n '1s/.*mergecap (\([0-9]*\) packets.*/\1/p' "$src.about" 2>/dev/null)"
+        if [ -n "$n" ]; then
+          f="$BENCH_WORK/corpus-base-$n.pcap"
+          if [ ! -s "$f" ] || [ "$src" -nt "$f" ]; then
+            editcap -F pcap -r "$src" "$f" "1-$n"
+          fi
+          APPS_WORKLOADS+=("corpus-base=$f")
+        fi
+        # The first APPS_CORPUS packets (editcap -r keeps those selected).
+        f="$BENCH_WORK/corpus-merged-apps-$APPS_CORPUS.pcap"
         if [ ! -s "$f" ] || [ "$src" -nt "$f" ]; then
-          # The first APPS_CORPUS packets (editcap -r keeps those selected).
           editcap -F pcap -r "$src" "$f" "1-$APPS_CORPUS"
         fi
         APPS_WORKLOADS+=("corpus-merged=$f") ;;

@@ -422,7 +422,7 @@ pub struct Found {
     /// Records of every output together.
     pub total: Option<u64>,
     /// Records per output (`flows`, `http`, `alerts`, `ndpi_flows`,
-    /// `http_messages`).
+    /// `http_frames`: tshark's lines, one per frame with HTTP).
     pub parts: BTreeMap<String, u64>,
 }
 
@@ -433,7 +433,7 @@ fn found(role: Role, out: &Path, stdout: &Path) -> Found {
         Role::NdpiQuiet => vec![],
         Role::NdpiCsv => vec![("ndpi_flows", out.join("ndpi.csv"))],
         Role::Http => vec![("http", out.join("http.log"))],
-        Role::Tshark => vec![("http_messages", stdout.to_path_buf())],
+        Role::Tshark => vec![("http_frames", stdout.to_path_buf())],
         Role::Nids => vec![("alerts", out.join("eve.json"))],
         Role::OnePass | Role::OnePassApp => {
             let d = out.join("run");
@@ -812,7 +812,7 @@ fn run_workload(
             Role::NdpiQuiet => "-",
             Role::NdpiCsv => "nDPI flows",
             Role::Http => "HTTP transactions",
-            Role::Tshark => "HTTP messages",
+            Role::Tshark => "frames with HTTP",
             Role::Nids => "alerts",
             Role::OnePass | Role::OnePassApp => "records",
         };
