@@ -22,7 +22,10 @@
 # and the overload-control experiments (bench/results/overload.json), and
 # the NIDS benchmark: streamcap nids against Suricata and libnids +
 # Hyperscan with 100, 1,000 and 10,000 content rules
-# (bench/results/nids.json, and nids.png with --plot).
+# (bench/results/nids.json, and nids.png with --plot); and the
+# applications benchmark: flows --app against flows and ndpiReader, http
+# against tshark, the one-pass `run` of three applications against the
+# three run separately (bench/results/apps.json).
 # Results: bench/results/latest.json (and latest.png with --plot); --archive
 # also copies it to bench/results/COMMIT.json.
 # Environment: CARGO_TARGET_DIR (cargo's), BENCH_WORK (where generated traces
@@ -39,14 +42,19 @@
 # the live benchmark), BENCH_NIDS (0: skip the NIDS benchmark),
 # BENCH_NIDS_RULES (its rule counts on the campus trace; default
 # 100,1000,10000), BENCH_NIDS_CORPUS (0: leave corpus-merged out of it),
-# BENCH_WAIT_IDLE (before each round of the NIDS benchmark, wait until
-# other processes keep at most this many CPUs busy; default: no wait).
+# BENCH_WAIT_IDLE (before each round of the NIDS and applications
+# benchmarks, wait until other processes keep at most this many CPUs busy;
+# default: no wait), BENCH_APPS (0: skip the applications benchmark),
+# BENCH_APPS_FLOWS (flows of its generated `apps` trace; default 100000,
+# --quick 20000), BENCH_APPS_CAMPUS_PACKETS and BENCH_APPS_CORPUS_PACKETS
+# (its campus trace and its prefix of corpus-merged; default 300000 and
+# 1000000, --quick 100000 each; 0 leaves that workload out).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
 QUICK=0 PLOT=0 RUNS="" PGO=1 ARCHIVE=0 OVERLOAD="${BENCH_OVERLOAD:-1}"
-MAIN="${BENCH_MAIN:-1}" LIVE="${BENCH_LIVE:-1}" NIDS="${BENCH_NIDS:-1}"
+MAIN="${BENCH_MAIN:-1}" LIVE="${BENCH_LIVE:-1}" NIDS="${BENCH_NIDS:-1}" APPS="${BENCH_APPS:-1}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -326,4 +334,58 @@ if [ "$NIDS" = 1 ]; then
     esac
   done
   "$BIN/streamcap-bench" "${NIDS_ARGS[@]}" "${NIDS_WORKLOADS[@]}" || say "NIDS benchmark failed (see above)"
+fi
+
+# 10. Applications (bench/README.md, "Applications"): streamcap flows,
+# flows --app and ndpiReader; streamcap http and tshark -Y http -T fields;
+# streamcap nids (1,000 rules); streamcap run --with flows --with http
+# --with nids (and --with app) against the three run separately; every row
+# pinned to one CPU, streamcap's also unpinned (bench/results/apps.json).
+# Workloads: the generator's labelled application traffic (streamcap-gen
+# apps), a campus trace, and, from corpus-merged (traffic the project does
+# not generate), its first copy (`corpus-base`) and its first
+# BENCH_APPS_CORPUS_PACKETS packets (tshark needs minutes for all of it).
+if [ "$APPS" = 1 ]; then
+  APPS_FLOWS="${BENCH_APPS_FLOWS:-$([ "$QUICK" = 1 ] && echo 20000 || echo 100000)}"
+  APPS_CAMPUS="${BENCH_APPS_CAMPUS_PACKETS:-$([ "$QUICK" = 1 ] && echo 100000 || echo 300000)}"
+  APPS_CORPUS="${BENCH_APPS_CORPUS_PACKETS:-$([ "$QUICK" = 1 ] && echo 100000 || echo 1000000)}"
+  APPS_WORKLOADS=()
+  f="$BENCH_WORK/apps-$APPS_FLOWS.pcap"
+  [ -s "$f" ] || "$BIN/streamcap-gen" apps -o "$f" --flows "$APPS_FLOWS" --seed 1 >&2
+  APPS_WORKLOADS+=("apps=$f")
+  if [ "$APPS_CAMPUS" != 0 ]; then
+    f="$BENCH_WORK/campus-$APPS_CAMPUS.pcap"
+    [ -s "$f" ] || "$BIN/streamcap-gen" campus -o "$f" --packets "$APPS_CAMPUS" --seed 1
+    APPS_WORKLOADS+=("campus=$f")
+  fi
+  for w in "${WORKLOADS[@]}"; do
+    case "$w" in
+      corpus-merged=*)
+        [ "$APPS_CORPUS" != 0 ] || continue
+        src="${w#*=}"
+        # corpus-base: the merged captures once (the first copy, its
+        # packet count from the .about file), no address repeated later.
+        n="$(sed -n '1s/.*mergecap (\([0-9]*\) packets.*/\1/p' "$src.about" 2>/dev/null)"
+        if [ -n "$n" ]; then
+          f="$BENCH_WORK/corpus-base-$n.pcap"
+          if [ ! -s "$f" ] || [ "$src" -nt "$f" ]; then
+            editcap -F pcap -r "$src" "$f" "1-$n"
+          fi
+          APPS_WORKLOADS+=("corpus-base=$f")
+        fi
+        # The first APPS_CORPUS packets (editcap -r keeps those selected).
+        f="$BENCH_WORK/corpus-merged-apps-$APPS_CORPUS.pcap"
+        if [ ! -s "$f" ] || [ "$src" -nt "$f" ]; then
+          editcap -F pcap -r "$src" "$f" "1-$APPS_CORPUS"
+        fi
+        APPS_WORKLOADS+=("corpus-merged=$f") ;;
+    esac
+  done
+  APPS_ARGS=(apps --streamcap "$STREAMCAP" --runs "$RUNS" --json bench/results/apps.json
+             --tmp "$BENCH_WORK/apps" --commit "$COMMIT")
+  [ -n "${BENCH_ONE_CPU:-}" ] && APPS_ARGS+=(--one-cpu "$BENCH_ONE_CPU")
+  [ -n "${BENCH_WAIT_IDLE:-}" ] && APPS_ARGS+=(--wait-idle "$BENCH_WAIT_IDLE")
+  "$BIN/streamcap-bench" "${APPS_ARGS[@]}" "${APPS_WORKLOADS[@]}" || say "applications benchmark failed (see above)"
+else
+  say "skipping the applications benchmark (BENCH_APPS=0)"
 fi

@@ -20,10 +20,16 @@
 //!                      [--png FILE] [--tmp DIR] [--slow-limit SECS] [--one-cpu CPU|none]
 //!                      [--wait-idle CPUS] [--commit ID] NAME=FILE...
 //! streamcap-bench nids --replot JSON [--png FILE]
+//! streamcap-bench apps --streamcap BIN [--ndpi BIN|none] [--tshark BIN|none] [--runs N]
+//!                      [--rules N | --rules-file FILE] [--seed S] [--json FILE] [--tmp DIR]
+//!                      [--slow-limit SECS] [--one-cpu CPU|none] [--unpinned none|streamcap|all]
+//!                      [--wait-idle CPUS] [--commit ID] NAME=FILE...
+//! streamcap-bench apps --replot JSON
 //! ```
 //!
 //! `bench/run.sh` drives it; see `bench/README.md`.
 
+mod apps;
 mod attacks;
 mod capinfo;
 mod conns;
@@ -132,7 +138,25 @@ usage:
       most CPUS CPUs busy (3 s samples); a row whose runs would exceed
       --slow-limit (300 s) runs fewer times
   streamcap-bench nids --replot JSON [--png FILE]
-      prints the report of a `nids --json` file again (and draws --png)";
+      prints the report of a `nids --json` file again (and draws --png)
+  streamcap-bench apps --streamcap BIN [--ndpi BIN|none] [--tshark BIN|none] [--runs N]
+                       [--rules N | --rules-file FILE] [--seed S] [--json FILE] [--tmp DIR]
+                       [--slow-limit SECS] [--one-cpu CPU|none] [--unpinned none|streamcap|all]
+                       [--wait-idle CPUS] [--commit ID] NAME=FILE...
+      the applications: streamcap flows and flows --app against ndpiReader
+      (-q, and -q -C with a CSV line per flow), streamcap http against
+      tshark -Y http -T fields, streamcap nids, and streamcap run --with
+      flows --with http --with nids=RULES (and with --with app) against
+      the same applications run separately (their sum and the slowest);
+      every row pinned to one CPU with taskset (default: the first CPU this
+      process may use, on a machine with two or more; `none`: unpinned),
+      --unpinned adds unpinned rows of streamcap's commands (default) or of
+      all; the rules are `nids-rules --count N` (default 1000) or
+      --rules-file; --runs runs per row (default 5), round-robin; a row
+      whose runs would exceed --slow-limit (300 s) runs fewer times;
+      --wait-idle as for nids; a Markdown report, every run in --json
+  streamcap-bench apps --replot JSON
+      prints the report of an `apps --json` file again";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -146,6 +170,7 @@ fn main() -> ExitCode {
         Some("overload-live") => overload_live::cmd_overload_live(&args[1..]),
         Some("nids-rules") => nids_rules::cmd_nids_rules(&args[1..]),
         Some("nids") => nids::cmd_nids(&args[1..]),
+        Some("apps") => apps::cmd_apps(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -761,7 +761,7 @@ fn busy_cpus(secs: f64, clk_tck: f64) -> Option<f64> {
 
 /// Waits (at most 30 min) until other processes keep at most `limit` CPUs
 /// busy over 3 s.
-fn wait_idle(limit: f64, clk_tck: f64) {
+pub(crate) fn wait_idle(limit: f64, clk_tck: f64) {
     let deadline = Instant::now() + Duration::from_secs(1800);
     let mut said = false;
     loop {
@@ -1092,7 +1092,7 @@ pub fn cmd_nids(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn fmt_load(l: Option<[f64; 3]>) -> String {
+pub(crate) fn fmt_load(l: Option<[f64; 3]>) -> String {
     l.map_or("?".into(), |[a, b, c]| format!("{a:.2}/{b:.2}/{c:.2}"))
 }
 
