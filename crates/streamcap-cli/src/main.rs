@@ -191,7 +191,8 @@ struct FlowsArgs {
     #[arg(long)]
     app: bool,
     /// Report a connection still open SECS of capture time after its
-    /// first packet, and every SECS after, with an interim record
+    /// first packet, and every SECS after in which a packet of it came,
+    /// with an interim record
     /// (`"end":"active"`, its counters so far; IPFIX: the counters since
     /// the previous report, flowEndReason 2), e.g. 60s, 10, 1.5s, 500ms,
     /// 2m. [default: off]

@@ -107,7 +107,8 @@ pub struct Config {
     /// Active timeout, ns: a connection still open this long after its
     /// first packet, and every such interval after, is reported through
     /// [`crate::Handler::on_flow_update`] (flow exporters' periodic
-    /// records of long-lived flows). `None`: never.
+    /// records of long-lived flows) when a packet of it came in that
+    /// interval. `None`: never.
     pub active_timeout: Option<u64>,
     /// Most flows tracked at once; beyond it the least recently active is evicted.
     pub max_flows: usize,

@@ -100,3 +100,42 @@ fn the_analysis_stage_passes_updates_on() {
     let got: Vec<_> = handlers.into_iter().flat_map(|h| h.0).collect();
     assert_eq!(got, inline);
 }
+
+/// A capture whose clock leaps a year while a connection is open: one
+/// report at most for the leap, not one per interval leapt over; and an
+/// interval without a packet of the connection gives no report.
+#[test]
+fn a_leap_of_the_clock_gives_one_report_not_one_per_interval() {
+    use streamcap_gen::Close;
+    const YEAR: u64 = 365 * 24 * 3600 * SEC;
+    // Open, 2 s of data (a packet every 100 ms), never closed.
+    let open = TcpConversation::new(ep("10.0.0.1:40000"), ep("10.0.0.2:80"))
+        .timing(1_000 * SEC, SEC / 10)
+        .mss(100)
+        .send(Dir::ToServer, vec![b'a'; 1000])
+        .close(Close::None);
+    // A year later, another connection.
+    let later = TcpConversation::new(ep("10.0.0.3:40001"), ep("10.0.0.2:80"))
+        .timing(1_000 * SEC + YEAR, SEC / 1000)
+        .send(Dir::ToServer, b"hello".to_vec());
+    let mut g = Gen::new();
+    g.add(&open);
+    g.add(&later);
+    let mut src = FileSource::from_bytes("t", g.to_pcap_bytes()).expect("the capture opens");
+    let cfg = Config {
+        active_timeout: Some(SEC / 2),
+        ..Config::default()
+    };
+    let r = Capture::builder()
+        .config(cfg)
+        .build()
+        .run(&mut src, Reports::default())
+        .handler
+        .0;
+    let open: Vec<_> = r.iter().filter(|x| x.3 == 40000).collect();
+    let updates = open.iter().filter(|x| x.0).count();
+    // About 1.6 s of packets: reports at 0.5, 1.0 and 1.5 s, perhaps one
+    // more for the last packets; then the inactivity timeout ends it.
+    assert!((3..=4).contains(&updates), "{open:?}");
+    assert!(!open.last().expect("its end").0, "{open:?}");
+}

@@ -77,17 +77,29 @@ impl<H: Handler> Worker<H> {
         }
     }
 
-    /// An active timeout fell due: the connection, if still open, is
-    /// reported, and its next report queued.
+    /// An active timeout fell due: the connection, if still open and seen
+    /// since the interval began, is reported, and its next report queued.
+    ///
+    /// The next deadline is the first of the connection's intervals after
+    /// the present: a capture whose clock leaps (months, in some real
+    /// files) gives one report, not one per interval leapt over.
     fn active_update(&mut self, slot: u32, id: u64, deadline: u64) {
         let Some(at) = self.cfg.active_timeout.filter(|&t| t > 0) else {
             return;
         };
+        let now = self.now.0;
         let Some((key, conn)) = self.table.entry_mut(slot) else {
             return;
         };
         if conn.conn_id != id || conn.closing.is_some() {
             // Gone, or closed and lingering: its end comes soon.
+            return;
+        }
+        let leapt = now.saturating_sub(deadline) / at;
+        let next = deadline.saturating_add(at.saturating_mul(leapt.saturating_add(1)));
+        if conn.last().0 <= deadline.saturating_sub(at) {
+            // Nothing new since the interval began: no report.
+            self.flush.push(Reverse((next, slot, id, ACTIVE)));
             return;
         }
         let (first, last) = (conn.first(), conn.last());
@@ -113,8 +125,7 @@ impl<H: Handler> Worker<H> {
             update: true,
         };
         self.handler.on_flow_update(&mut fe);
-        self.flush
-            .push(Reverse((deadline.saturating_add(at), slot, id, ACTIVE)));
+        self.flush.push(Reverse((next, slot, id, ACTIVE)));
     }
 
     pub(crate) fn flush_stream(&mut self, slot: u32, id: u64, side: Side) {
