@@ -141,6 +141,40 @@ fn sample_rows_equal_the_json_records() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `run -w DIR --with flows,parquet`: `DIR/flows.parquet` holds the rows
+/// of the `flows.json` that `--with flows` writes.
+#[test]
+fn run_with_flows_parquet_writes_flows_parquet() {
+    let dir = tempdir("parquet-run");
+    let (jdir, pdir) = (dir.join("j"), dir.join("p"));
+    for (d, flows) in [(&jdir, "flows,digest"), (&pdir, "flows,digest,parquet")] {
+        let o = run(&[
+            "run",
+            "-r",
+            SAMPLE,
+            "-w",
+            s(d),
+            "--with",
+            flows,
+            "--with",
+            "app",
+            "-q",
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert!(!pdir.join("flows.json").exists());
+    let json = json_records(&std::fs::read(jdir.join("flows.json")).expect("flows.json"));
+    let rows = parquet_records(&pdir.join("flows.parquet"));
+    assert_same(&json, &rows, true, "run --with flows,parquet");
+    assert!(rows.iter().any(|r| r["app"] == "http"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `streams -w DIR`: the file columns.
 #[test]
 fn streams_rows_carry_the_file_names() {
