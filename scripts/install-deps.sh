@@ -16,6 +16,11 @@
 #   suricata - Suricata 7, which `streamcap nids` is compared with; on
 #              Debian 12 it comes from bookworm-backports, which this script
 #              adds to apt's sources when it is missing
+#   duckdb, pandas, pyarrow (pip, pinned) - read the files of `flows --format
+#              parquet` back (crates/streamcap-cli/tests/parquet.rs), into the
+#              python3 on PATH, which the test runs ($STREAMCAP_PYTHON names
+#              another); with Debian's own python3, past its
+#              externally-managed marker
 # Tests that need a missing tool skip with a message, so this is optional on a
 # developer machine; CI runs it. Needs root (or sudo) and Debian/Ubuntu.
 #
@@ -63,6 +68,18 @@ if ! command -v suricata >/dev/null 2>&1; then
   else
     $SUDO apt-get install -y -qq suricata >/dev/null || echo "install-deps: could not install suricata"
   fi
+fi
+
+# Python packages of the Parquet tests: a pinned install is a no-op when
+# they are there (no network), and a failure only skips those tests.
+py_pkgs=(duckdb==2.0.1 pandas==3.1.1 pyarrow==26.0.1)
+if command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1; then
+  pip_install=(python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore)
+  "${pip_install[@]}" "${py_pkgs[@]}" 2>/dev/null ||
+    "${pip_install[@]}" --break-system-packages "${py_pkgs[@]}" ||
+    echo "install-deps: could not install ${py_pkgs[*]} (the Parquet tests that use them skip)"
+else
+  echo "install-deps: python3 with pip not found: ${py_pkgs[*]} not installed (the Parquet tests that use them skip)"
 fi
 
 missing=()

@@ -25,6 +25,9 @@ enum Kind {
     Softflowd,
     /// `streamcap flows --ipfix` to nfcapd: found is what nfcapd stored.
     StreamcapIpfix,
+    /// `streamcap flows --format parquet` into a tmpfs file: found is the
+    /// rows its `--stats-json` reports.
+    StreamcapParquet,
 }
 
 #[derive(Clone, Debug)]
@@ -324,6 +327,28 @@ fn tools(o: &Opts) -> (Vec<Tool>, Vec<Skipped>) {
             reason: "not installed (apt-get install tshark)".into(),
         }),
     }
+    // The records of the `flows` row as a Parquet file (tmpfs) instead of
+    // JSON lines: what the columnar encoding and zstd cost.
+    t.push(Tool {
+        tool: "streamcap".into(),
+        mode: "flows --format parquet".into(),
+        kind: Kind::StreamcapParquet,
+        argv: vec![
+            sc.clone(),
+            "flows".into(),
+            "-q".into(),
+            "-r".into(),
+            "{FILE}".into(),
+            "--format".into(),
+            "parquet".into(),
+            "-o".into(),
+            "{OUT}/flows.parquet".into(),
+            "--stats-json".into(),
+            "{OUT}/stats.json".into(),
+        ],
+        found_unit: "conn",
+        pin: None,
+    });
     if which("nfcapd").is_some() && which("nfdump").is_some() {
         // The records as the `flows` row writes them, and exported as
         // IPFIX (UDP, default pace) to nfcapd, as softflowd's row exports
@@ -548,7 +573,7 @@ fn run_once(
     } else {
         None
     };
-    if t.kind == Kind::Tcpflow {
+    if matches!(t.kind, Kind::Tcpflow | Kind::StreamcapParquet) {
         fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
     }
     let argv: Vec<String> = t
@@ -592,8 +617,9 @@ fn run_once(
                 .count() as u64
         }),
         Kind::Softflowd | Kind::StreamcapIpfix => found_nf,
+        Kind::StreamcapParquet => parquet_rows(&out_dir.join("stats.json")),
     };
-    if t.kind == Kind::Tcpflow {
+    if matches!(t.kind, Kind::Tcpflow | Kind::StreamcapParquet) {
         let _ = fs::remove_dir_all(&out_dir);
     }
     let timed = fs::read_to_string(&time_path)
@@ -607,6 +633,18 @@ fn run_once(
         max_rss_kib: timed.map(|t| t.3),
     };
     Ok((sample, found))
+}
+
+/// The rows of the Parquet file that `streamcap --stats-json` reported
+/// in `path` (its `exports` entry of kind `parquet`).
+fn parquet_rows(path: &Path) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(path).ok()?).ok()?;
+    v.get("exports")?
+        .as_array()?
+        .iter()
+        .find(|e| e.get("kind").and_then(|k| k.as_str()) == Some("parquet"))?
+        .get("rows")?
+        .as_u64()
 }
 
 /// A fresh copy of `file` in the scratch directory `tmp`, which every tool
@@ -1048,6 +1086,23 @@ mod tests {
         let o = parse(&args(&["--streamcap", "sc", "--one-cpu", "1", "w=f"])).unwrap();
         assert_eq!(o.one_cpu, Some(1));
         assert!(parse(&args(&["--streamcap", "sc", "--one-cpu", "x", "w=f"])).is_err());
+    }
+
+    #[test]
+    fn parquet_rows_from_the_stats() {
+        let dir = std::env::temp_dir().join(format!("sc-bench-pq-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("stats.json");
+        fs::write(
+            &p,
+            r#"{"exports":[{"kind":"ipfix","records":3},{"kind":"parquet","rows":40}]}"#,
+        )
+        .unwrap();
+        assert_eq!(parquet_rows(&p), Some(40));
+        fs::write(&p, r#"{"exports":[]}"#).unwrap();
+        assert_eq!(parquet_rows(&p), None);
+        assert_eq!(parquet_rows(&dir.join("missing.json")), None);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

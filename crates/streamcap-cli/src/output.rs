@@ -1,4 +1,5 @@
-//! Writing flow records: JSON lines, CSV, or a Zeek conn.log.
+//! Writing flow records: JSON lines, CSV, or a Zeek conn.log (Parquet is
+//! written by its own tap, [`crate::parquet_out`]).
 
 use crate::record::{DirRecord, FlowRecord};
 use crate::zeek;
@@ -13,6 +14,8 @@ pub enum Format {
     Csv,
     /// A Zeek conn.log (TSV with Zeek's header).
     Zeek,
+    /// An Apache Parquet file of typed columns (needs -o FILE).
+    Parquet,
 }
 
 const DIR_FIELDS: [&str; 8] = [
@@ -117,6 +120,9 @@ impl RecordFormat {
     /// ID is computed here, where the records are formatted (on the output's
     /// thread when there is one worker), not by the worker that ends the flow.
     pub fn append(self, r: &FlowRecord, out: &mut Vec<u8>) {
+        if self.format == Format::Parquet {
+            return;
+        }
         let cid = crate::community_id::of_record(r, self.community_seed);
         let cid = cid.as_ref().map(crate::community_id::CommunityId::as_str);
         match self.format {
@@ -129,6 +135,8 @@ impl RecordFormat {
                 out.push(b'\n');
             }
             Format::Zeek => out.extend_from_slice(zeek::line(r, cid).as_bytes()),
+            // No text: the Parquet tap encodes the records themselves.
+            Format::Parquet => {}
         }
     }
 }
@@ -166,7 +174,7 @@ impl FramingWriter {
         }
         self.started = true;
         match self.format.format {
-            Format::Json => Ok(()),
+            Format::Json | Format::Parquet => Ok(()),
             Format::Csv => writeln!(
                 self.out,
                 "{}",

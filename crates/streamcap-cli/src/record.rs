@@ -532,11 +532,11 @@ impl<'a> Staging<'a> {
     }
 }
 
-#[cfg(test)]
 impl FlowRecord {
-    /// A test record: TCP from 10.0.0.1:`src_port` to 10.0.0.2:80 at
-    /// 100.000000007, no packets, ended by the end of input.
-    pub(crate) fn for_test(src_port: u16) -> FlowRecord {
+    /// A record of no packets, TCP between unspecified addresses at time
+    /// 0, ended by the end of input: what a description of the record's
+    /// fields (the Parquet schema) is made from.
+    pub fn placeholder() -> FlowRecord {
         let d = DirRecord {
             pkts: 0,
             bytes: 0,
@@ -550,13 +550,13 @@ impl FlowRecord {
             file: None,
         };
         FlowRecord {
-            ts: Ts(Timestamp::from_secs_nanos(100, 7)),
-            last_ts: Ts(Timestamp::from_secs_nanos(100, 7)),
+            ts: Ts(Timestamp::from_secs_nanos(0, 0)),
+            last_ts: Ts(Timestamp::from_secs_nanos(0, 0)),
             proto: Proto(6),
-            src_ip: IpAddr::from([10, 0, 0, 1]),
-            src_port,
-            dst_ip: IpAddr::from([10, 0, 0, 2]),
-            dst_port: 80,
+            src_ip: IpAddr::from([0, 0, 0, 0]),
+            src_port: 0,
+            dst_ip: IpAddr::from([0, 0, 0, 0]),
+            dst_port: 0,
             vlan: None,
             orig: d.clone(),
             resp: d,
@@ -565,6 +565,23 @@ impl FlowRecord {
             tunnel: None,
             app: None,
             extra: Extra::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+impl FlowRecord {
+    /// A test record: TCP from 10.0.0.1:`src_port` to 10.0.0.2:80 at
+    /// 100.000000007, no packets, ended by the end of input.
+    pub(crate) fn for_test(src_port: u16) -> FlowRecord {
+        FlowRecord {
+            ts: Ts(Timestamp::from_secs_nanos(100, 7)),
+            last_ts: Ts(Timestamp::from_secs_nanos(100, 7)),
+            src_ip: IpAddr::from([10, 0, 0, 1]),
+            src_port,
+            dst_ip: IpAddr::from([10, 0, 0, 2]),
+            dst_port: 80,
+            ..FlowRecord::placeholder()
         }
     }
 }

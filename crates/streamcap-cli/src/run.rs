@@ -194,6 +194,10 @@ fn filter_message(e: FilterError) -> String {
     }
 }
 
+/// Why `--format parquet` refuses standard output.
+pub(crate) const PARQUET_NEEDS_FILE: &str = "--format parquet needs -o FILE: a Parquet file \
+     ends with the index of its columns, written last, so it cannot go to standard output";
+
 /// How `streams.jsonl` (with `-w DIR`) is written: JSON lines with the
 /// file names.
 fn jsonl(community_seed: u16) -> RecordFormat {
@@ -242,15 +246,28 @@ impl Outputs {
         if let Some(d) = &dir {
             paths::clear_ours(d)?;
         }
-        let raw = open_output(c.output.as_deref()).map_err(|e| {
-            let p = c.output.as_deref().unwrap_or(Path::new("-"));
-            format!("{}: cannot create: {e}", p.display())
-        })?;
+        let files = dir.is_some();
+        let mut taps = taps;
+        let raw: Box<dyn Write + Send> = if format == Format::Parquet {
+            // The Parquet file is the tap's; the text output writes nothing.
+            let path = match c.output.as_deref() {
+                Some(p) if p != Path::new("-") => p,
+                _ => return Err(PARQUET_NEEDS_FILE.to_string()),
+            };
+            let shape = crate::parquet_out::Shape { files, app };
+            let tap = crate::parquet_out::ParquetTap::create(path, shape, c.community_id_seed)?;
+            taps.insert(0, Box::new(tap));
+            Box::new(io::sink())
+        } else {
+            open_output(c.output.as_deref()).map_err(|e| {
+                let p = c.output.as_deref().unwrap_or(Path::new("-"));
+                format!("{}: cannot create: {e}", p.display())
+            })?
+        };
         let out_name = c
             .output
             .as_ref()
             .map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
-        let files = dir.is_some();
         let format = RecordFormat {
             format,
             files,
@@ -306,9 +323,11 @@ impl Outputs {
     /// only worker (the output's thread formats them on the other core),
     /// formatted by the worker itself when there are several (one thread
     /// formatting for all of them would hold them back).
+    /// Parquet records always go to the output's thread unformatted: the
+    /// Parquet tap there encodes every worker's records.
     pub(crate) fn handler(&self, failure: &SharedFailure, workers: usize) -> CliHandler {
         let sink = |shared: &SharedOutput, format: RecordFormat| {
-            if workers > 1 {
+            if workers > 1 && format.format != Format::Parquet {
                 RecordSink::formatting(shared.clone(), format)
             } else {
                 RecordSink::unformatted(shared.clone())

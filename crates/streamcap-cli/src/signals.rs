@@ -13,7 +13,7 @@
 //! and ends; once every writer has ended (or after [`ABORT_GRACE`], for a
 //! writer stuck on a reader that never reads), the process exits with
 //! status 130. A file output therefore ends with a whole record, never half
-//! a line.
+//! a line, and a Parquet file (`--format parquet`) with its footer.
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::{Handle, Signals};

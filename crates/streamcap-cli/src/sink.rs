@@ -31,7 +31,9 @@
 //! and flushed, with the first write error if there was one; an error is
 //! reported to the worker no later than its next hand-over or flush; on an
 //! abort (a second Ctrl-C, see [`crate::signals`]) the thread stops between
-//! two batches, after a flush, so the output ends with a whole record.
+//! two batches, after a flush, so the output ends with a whole record, and
+//! drops its taps before it ends (the Parquet tap then writes the rows it
+//! holds and its footer).
 
 use crate::output::RecordFormat;
 use crate::record::FlowRecord;
@@ -302,6 +304,10 @@ impl SharedOutput {
                     }
                 }
                 let _ = out.flush();
+                // Closed here, before `_running` lets an abort exit the
+                // process: a tap's drop may complete a file (the Parquet
+                // footer).
+                drop(taps);
             })?;
         Ok(SharedOutput(Arc::new(Writer {
             jobs,

@@ -1,5 +1,5 @@
-//! Taps: further sinks of the flow records (IPFIX now; Kafka or Parquet
-//! later), fed by the record output's writer thread
+//! Taps: further sinks of the flow records (IPFIX, and the Parquet file of
+//! `--format parquet`), fed by the record output's writer thread
 //! ([`crate::sink::SharedOutput`]) with every record it writes, in the
 //! order it writes them. A tap runs on that one thread, so one tap serves
 //! the whole run (one IPFIX exporter: one sequence of message numbers, one
@@ -30,6 +30,11 @@ pub struct TapReport {
 /// output would (the run reports it with the tap's name, exit status 1);
 /// a tap that can lose records without stopping (UDP export) counts its
 /// failures and reports them in its [`TapReport`] instead.
+///
+/// A tap is dropped on the writer thread, after `finish` or, when the run
+/// ends without it (an abort by a second signal, an input error), instead
+/// of it: a tap whose output is only readable once closed (Parquet's
+/// footer) closes it in its `Drop`.
 pub trait RecordTap: Send {
     /// The tap's name in messages: `ipfix udp://127.0.0.1:4739`.
     fn name(&self) -> &str;

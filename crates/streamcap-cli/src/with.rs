@@ -50,9 +50,10 @@ fn http_config(hash: bool) -> HttpConfig {
 #[derive(Args)]
 pub struct RunArgs {
     /// An application, its argument and options:
-    /// `NAME[=ARG][,cutoff=BYTES][,digest]`. NAME is `flows` (records to
-    /// DIR/flows.json, or DIR/conn.log with --log-format zeek; `digest`
-    /// adds each direction's SHA-256), `app` (the classifier: its label
+    /// `NAME[=ARG][,cutoff=BYTES][,digest][,parquet]`. NAME is `flows`
+    /// (records to DIR/flows.json, or DIR/conn.log with --log-format zeek,
+    /// or DIR/flows.parquet with `parquet`; `digest` adds each direction's
+    /// SHA-256), `app` (the classifier: its label
     /// goes into the flow records), `http` (DIR/http.log), `dns`
     /// (DIR/dns.log), `tls` (DIR/ssl.log, from the classifier), `nids=RULES`
     /// (Suricata rules, alerts to DIR/eve.json; several files as
@@ -82,9 +83,11 @@ struct With {
     arg: Option<String>,
     cutoff: u64,
     digest: bool,
+    /// `flows,parquet`: the records as a Parquet file.
+    parquet: bool,
 }
 
-/// Parses `NAME[=ARG][,cutoff=BYTES][,digest]`.
+/// Parses `NAME[=ARG][,cutoff=BYTES][,digest][,parquet]`.
 fn parse_with(s: &str) -> Result<With, String> {
     let mut parts = s.split(',');
     let head = parts.next().unwrap_or_default().trim();
@@ -102,6 +105,7 @@ fn parse_with(s: &str) -> Result<With, String> {
         arg,
         cutoff: u64::MAX,
         digest: false,
+        parquet: false,
     };
     for opt in parts {
         match opt.trim().split_once('=') {
@@ -111,6 +115,7 @@ fn parse_with(s: &str) -> Result<With, String> {
                     .unwrap_or(u64::MAX);
             }
             None if opt.trim() == "digest" && name == "flows" => w.digest = true,
+            None if opt.trim() == "parquet" && name == "flows" => w.parquet = true,
             _ => return Err(format!("--with {s:?}: unknown option {opt:?}")),
         }
     }
@@ -151,12 +156,12 @@ pub fn run(mut a: RunArgs) -> ExitCode {
                 choice.classify.get_or_insert(w.cutoff);
             }
             "flows" => {
-                let (name, format) = if zeek {
-                    ("conn.log", Format::Zeek)
-                } else {
-                    ("flows.json", Format::Json)
+                let format = match (w.parquet, zeek) {
+                    (true, _) => Format::Parquet,
+                    (false, true) => Format::Zeek,
+                    (false, false) => Format::Json,
                 };
-                outputs.push(file(name));
+                outputs.push(file(flows_file(format)));
                 choice.flows = Some((w.cutoff, format, w.digest));
             }
             "http" => {
@@ -209,13 +214,10 @@ pub fn run(mut a: RunArgs) -> ExitCode {
     let dir = a.dir.clone();
     let window_memory = a.rules_window_memory();
     // The flow records go to -o inside the run.
-    a.common.output = choice.flows.as_ref().map(|(_, f, _)| {
-        dir.join(if *f == Format::Zeek {
-            "conn.log"
-        } else {
-            "flows.json"
-        })
-    });
+    a.common.output = choice
+        .flows
+        .as_ref()
+        .map(|(_, f, _)| dir.join(flows_file(*f)));
     let nids_cut = nids.map_or(u64::MAX, |w| w.cutoff);
     run::run(a.common, None, move |c, _| {
         let mut choice = choice;
@@ -226,6 +228,15 @@ pub fn run(mut a: RunArgs) -> ExitCode {
         }
         AppSet::open(c, choice)
     })
+}
+
+/// The file of `run`'s flow records in `format`.
+fn flows_file(format: Format) -> &'static str {
+    match format {
+        Format::Zeek => "conn.log",
+        Format::Parquet => "flows.parquet",
+        Format::Json | Format::Csv => "flows.json",
+    }
 }
 
 impl RunArgs {
@@ -246,11 +257,15 @@ mod tests {
                 name: "nids".into(),
                 arg: Some("a.rules".into()),
                 cutoff: 10 << 10,
-                digest: false
+                digest: false,
+                parquet: false,
             }
         );
         let f = parse_with("flows,digest,cutoff=unlimited").unwrap();
         assert!(f.digest && f.cutoff == u64::MAX);
+        let f = parse_with("flows,parquet,digest").unwrap();
+        assert!(f.parquet && f.digest);
+        assert!(parse_with("dns,parquet").is_err());
         assert!(parse_with("nids").is_err());
         assert!(parse_with("http=x").is_err());
         assert!(parse_with("smtp").is_err());

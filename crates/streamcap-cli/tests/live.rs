@@ -6,6 +6,9 @@
 
 mod common;
 
+#[path = "common/parquet_rows.rs"]
+mod parquet_rows;
+
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -378,6 +381,49 @@ fn kernel_filter_keeps_other_packets_out_of_user_space() {
         want.keys().collect::<Vec<_>>()
     );
     assert!(got.values().all(|r| r["proto"] == "udp"));
+}
+
+/// `--format parquet` on a live capture with two workers: Ctrl-C flushes
+/// every connection into the file and writes its footer; its rows are the
+/// file run's records.
+#[test]
+fn live_parquet_file_is_complete_after_ctrl_c() {
+    let Some(ns) = Netns::new("parquet") else {
+        return;
+    };
+    let pcap = temp_capture("parquet", None);
+    let want = file_records(&pcap, &[]);
+    let out = pcap.with_file_name("live.parquet");
+    let cap = ns.capture(&[
+        "flows",
+        "--digest",
+        "--workers",
+        "2",
+        "--format",
+        "parquet",
+        "-o",
+        out.to_str().unwrap_or_default(),
+    ]);
+    ns.replay(&pcap);
+    let (o, summary) = cap.interrupt();
+    assert_eq!(o.status.code(), Some(0), "{summary}");
+    assert!(summary.contains("  parquet      "), "{summary}");
+    let rows = parquet_rows::parquet_records(&out);
+    let text: Vec<u8> = rows
+        .iter()
+        .flat_map(|r| {
+            let mut line = r.to_string().into_bytes();
+            line.push(b'\n');
+            line
+        })
+        .collect();
+    let got = by_connection(&text);
+    assert_eq!(got.len(), want.len(), "connections");
+    for (k, w) in &want {
+        let g = got.get(k).unwrap_or_else(|| panic!("{k} not in the file"));
+        assert_eq!(g["orig"], w["orig"], "{k} orig");
+        assert_eq!(g["resp"], w["resp"], "{k} resp");
+    }
 }
 
 #[test]
