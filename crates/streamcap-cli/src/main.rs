@@ -6,6 +6,7 @@ mod args;
 mod community_id;
 mod handler;
 mod ipfix;
+mod kafka;
 mod limits;
 mod live;
 mod nids;
@@ -199,6 +200,8 @@ struct FlowsArgs {
     active_timeout: Option<u64>,
     #[command(flatten)]
     ipfix: ipfix::IpfixArgs,
+    #[command(flatten)]
+    kafka: kafka::KafkaArgs,
     #[command(flatten)]
     common: Common,
 }
@@ -455,7 +458,19 @@ fn dispatch(cmd: Cmd) -> ExitCode {
                     return usage(e);
                 }
             }
-            let export = a.ipfix;
+            let (export, kafka) = (a.ipfix, a.kafka);
+            let format = a.format;
+            // The IPFIX exporters, then the Kafka producer: connected (or
+            // refused) before the run.
+            let taps = move |c: &Common| -> Result<Vec<Box<dyn tap::RecordTap>>, String> {
+                let mut taps = ipfix::open(&export)?;
+                let payload = kafka::Payload::Flows {
+                    json_output: format == Format::Json,
+                    community_seed: c.community_id_seed,
+                };
+                taps.extend(kafka::open(&kafka, payload)?);
+                Ok(taps)
+            };
             if a.app {
                 let choice = apps::AppChoice {
                     classify: Some(u64::MAX),
@@ -464,13 +479,13 @@ fn dispatch(cmd: Cmd) -> ExitCode {
                 };
                 return run::run(a.common, None, |c, _| {
                     let mut choice = choice;
-                    choice.flow_taps = ipfix::open(&export)?;
+                    choice.flow_taps = taps(c)?;
                     apps::AppSet::open(c, choice)
                 });
             }
-            let (format, digest) = (a.format, a.digest);
+            let digest = a.digest;
             run::run(a.common, None, |c, dir| {
-                let taps = ipfix::open(&export)?;
+                let taps = taps(c)?;
                 run::Outputs::open(c, format, digest, false, dir, false, taps)
             })
         }

@@ -127,6 +127,27 @@ fn feed_taps(
     }
 }
 
+/// Hands each line of `text` (whole lines, each ending with a newline; a
+/// last line without one is taken too) to every tap, without its newline;
+/// the first error is kept (as the tap's) and ends the feeding.
+fn feed_lines(taps: &mut [Box<dyn RecordTap>], text: &[u8], first: &FirstError) {
+    if taps.is_empty() {
+        return;
+    }
+    let body = text.strip_suffix(b"\n").unwrap_or(text);
+    if body.is_empty() {
+        return;
+    }
+    for line in body.split(|&b| b == b'\n') {
+        for t in taps.iter_mut() {
+            if let Err(e) = t.line(line) {
+                keep_first(first, &crate::tap::tap_error(t.name(), &e));
+                return;
+            }
+        }
+    }
+}
+
 /// Written batches, emptied, for the workers to fill again: a batch
 /// allocated by a worker and freed by the writer thread costs the allocator
 /// far more than reusing it (glibc walked its bins: 90,000 instructions and
@@ -196,9 +217,39 @@ impl SharedOutput {
     /// the writer thread (see [`crate::tap`]).
     pub fn spawn_tapped(
         name: &str,
+        out: Box<dyn Write + Send>,
+        format: RecordFormat,
+        taps: Vec<Box<dyn RecordTap>>,
+    ) -> io::Result<SharedOutput> {
+        SharedOutput::spawn_inner(name, out, format, taps, false)
+    }
+
+    /// An output of text the workers format themselves (alerts, protocol
+    /// logs: only whole lines are handed over), with `taps` fed each line
+    /// it writes ([`RecordTap::line`]), on the writer thread.
+    pub fn spawn_lines(
+        name: &str,
+        out: Box<dyn Write + Send>,
+        taps: Vec<Box<dyn RecordTap>>,
+    ) -> io::Result<SharedOutput> {
+        // Only `Job::Write`s reach this output: the record format is unused.
+        let unused = RecordFormat {
+            format: crate::output::Format::Json,
+            files: false,
+            community_seed: 0,
+            app: false,
+        };
+        SharedOutput::spawn_inner(name, out, unused, taps, true)
+    }
+
+    /// The writer thread; with `lines`, the taps get the lines of
+    /// `Job::Write`s (a text output), else only records.
+    fn spawn_inner(
+        name: &str,
         mut out: Box<dyn Write + Send>,
         format: RecordFormat,
         mut taps: Vec<Box<dyn RecordTap>>,
+        lines: bool,
     ) -> io::Result<SharedOutput> {
         let tapped = !taps.is_empty();
         let (jobs, queue): (SyncSender<Job>, Receiver<Job>) = sync_channel(QUEUED_BATCHES);
@@ -233,6 +284,8 @@ impl SharedOutput {
                             if stored(&first).is_ok() {
                                 if let Err(e) = out.write_all(&bytes) {
                                     fail(e);
+                                } else if lines {
+                                    feed_lines(&mut taps, &bytes, &first);
                                 }
                             }
                             give_back(&returned, bytes);
@@ -461,24 +514,19 @@ impl Write for BatchSink {
 
 /// Opens `path` (`-` or none: standard output) for text the workers
 /// format themselves (alerts, protocol logs), written by a thread named
-/// after `what`; the output and its name for messages.
+/// after `what`, with `taps` fed each line it writes (`--kafka`); the
+/// output and its name for messages.
 pub fn text_output(
     what: &str,
     path: Option<&std::path::Path>,
+    taps: Vec<Box<dyn RecordTap>>,
 ) -> Result<(SharedOutput, String), String> {
     let raw = crate::run::open_output(path).map_err(|e| {
         let p = path.unwrap_or(std::path::Path::new("-"));
         format!("{}: cannot create: {e}", p.display())
     })?;
     let name = path.map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
-    // Only `Job::Write`s reach this output: the record format is unused.
-    let unused = RecordFormat {
-        format: crate::output::Format::Json,
-        files: false,
-        community_seed: 0,
-        app: false,
-    };
-    let out = SharedOutput::spawn(what, raw, unused)
+    let out = SharedOutput::spawn_lines(what, raw, taps)
         .map_err(|e| format!("cannot start the writer thread of {name}: {e}"))?;
     Ok((out, name))
 }

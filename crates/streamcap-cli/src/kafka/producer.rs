@@ -1,0 +1,404 @@
+//! The Kafka tap: a librdkafka producer on the output's writer thread.
+//!
+//! Each record is handed to librdkafka's queue (bounded by
+//! `--kafka-queue-size`), which batches, compresses and sends it;
+//! librdkafka's delivery reports (served by the producer's own polling
+//! thread) count what the brokers acknowledged and what failed. When the
+//! queue is full (the brokers away, or slower than the capture) the tap
+//! waits for room: the writer thread, and so the workers behind it, slow
+//! down, and memory stays bounded. librdkafka retries a broker that went
+//! away for `message.timeout.ms` (300 s unless set with `--kafka-option`);
+//! a record that times out is reported failed. At the end the tap waits
+//! `--kafka-flush-timeout` for what is still queued, then gives up on the
+//! rest; every record not acknowledged is counted as lost, reported on
+//! stderr and in `--stats-json`, and makes the exit status 1.
+
+use super::{KafkaArgs, Payload};
+use crate::record::FlowRecord;
+use crate::tap::{RecordTap, TapReport};
+use rdkafka::client::ClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::producer::{
+    BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig, ThreadedProducer,
+};
+use rdkafka::util::Timeout;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How often a broker error is repeated on stderr at most.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// How long a full queue is waited for before stderr says so.
+const FULL_WARNING: Duration = Duration::from_secs(1);
+
+/// What the producer's callbacks count (on librdkafka's threads).
+#[derive(Default)]
+struct Counters {
+    /// Records the brokers acknowledged.
+    delivered: AtomicU64,
+    /// Records whose delivery failed (timed out, refused, purged).
+    failed: AtomicU64,
+    /// Errors of the client itself (a broker unreachable, ...).
+    errors: AtomicU64,
+    /// The first delivery failure's text.
+    first_failure: Mutex<Option<String>>,
+    /// The latest client error's text.
+    last_error: Mutex<Option<String>>,
+}
+
+impl Counters {
+    fn note_failure(&self, text: String) {
+        let mut f = self
+            .first_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if f.is_none() {
+            *f = Some(text);
+        }
+    }
+
+    fn first_failure(&self) -> Option<String> {
+        self.first_failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The producer's context: counts delivery reports and client errors.
+struct Context(Arc<Counters>);
+
+impl ClientContext for Context {
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.0.errors.fetch_add(1, Ordering::Relaxed);
+        *self
+            .0
+            .last_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(format!("{error}: {reason}"));
+    }
+}
+
+impl ProducerContext for Context {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(_) => {
+                self.0.delivered.fetch_add(1, Ordering::Relaxed);
+            }
+            Err((e, _)) => {
+                self.0.failed.fetch_add(1, Ordering::Relaxed);
+                self.0.note_failure(e.to_string());
+            }
+        }
+    }
+}
+
+/// A Kafka producer fed by an output's writer thread.
+pub struct KafkaTap {
+    producer: ThreadedProducer<Context>,
+    counters: Arc<Counters>,
+    name: String,
+    brokers: String,
+    topic: String,
+    payload: Payload,
+    queue_size: u64,
+    flush_timeout: Duration,
+    /// A record formatted as JSON (flows whose `-o` is not JSON).
+    buf: Vec<u8>,
+    /// Records handed to librdkafka.
+    produced: u64,
+    /// Records librdkafka refused outright (too large, a fatal error).
+    refused: u64,
+    /// Lines without a uid, sent without a key.
+    unkeyed: u64,
+    /// Bytes of the values handed over.
+    bytes: u64,
+    /// Time spent waiting for room in the queue, and how many waits.
+    waited: Duration,
+    waits: u64,
+    /// What stderr was told of the client's errors.
+    teller: Teller,
+}
+
+/// Client errors already reported on stderr, and when last.
+#[derive(Default)]
+struct Teller {
+    errors: u64,
+    at: Option<Instant>,
+}
+
+impl Teller {
+    /// Says on stderr what the client met since the last time (a broker
+    /// away), at most every [`WARN_EVERY`].
+    fn tell(&mut self, counters: &Counters, name: &str) {
+        let errors = counters.errors.load(Ordering::Relaxed);
+        if errors == self.errors || self.at.is_some_and(|t| t.elapsed() < WARN_EVERY) {
+            return;
+        }
+        let last = counters.last_error().unwrap_or_default();
+        eprintln!(
+            "streamcap: {name}: {last} ({errors} errors so far; librdkafka retries, the records wait in its queue)"
+        );
+        self.errors = errors;
+        self.at = Some(Instant::now());
+    }
+}
+
+impl KafkaTap {
+    /// A producer to `topic` of the brokers `brokers` with the settings
+    /// of `args`, for `payload`; fails (a usage error) on a setting
+    /// librdkafka refuses, or when no broker answers within
+    /// [`super::options::CONNECT_TIMEOUT_S`] seconds.
+    pub fn connect(
+        brokers: &str,
+        topic: &str,
+        args: &KafkaArgs,
+        payload: Payload,
+    ) -> Result<KafkaTap, String> {
+        let name = format!("kafka {brokers} topic {topic}");
+        let queue_size = args.queue_size();
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", brokers)
+            .set("client.id", "streamcap")
+            // No duplicates when a batch is retried, in order per
+            // partition; implies acks=all.
+            .set("enable.idempotence", "true")
+            .set("acks", "all")
+            .set("compression.type", "lz4")
+            .set("linger.ms", "5")
+            // Java's partitioner: a key goes to the partition a Java
+            // producer would choose.
+            .set("partitioner", "murmur2_random")
+            .set(
+                "queue.buffering.max.kbytes",
+                (queue_size / 1024).to_string(),
+            )
+            // The bytes bound the queue, not the count.
+            .set("queue.buffering.max.messages", "10000000");
+        for (k, v) in &args.kafka_option {
+            cfg.set(k, v);
+        }
+        let counters = Arc::new(Counters::default());
+        let producer: ThreadedProducer<Context> = cfg
+            .create_with_context(Context(counters.clone()))
+            .map_err(|e| format!("{name}: {e}"))?;
+        let timeout = Duration::from_secs(super::options::CONNECT_TIMEOUT_S);
+        producer
+            .client()
+            .fetch_metadata(Some(topic), Timeout::After(timeout))
+            .map_err(|e| {
+                format!(
+                    "{name}: no answer from the brokers within {} s: {e}",
+                    timeout.as_secs()
+                )
+            })?;
+        Ok(KafkaTap {
+            producer,
+            counters,
+            name,
+            brokers: brokers.to_string(),
+            topic: topic.to_string(),
+            payload,
+            queue_size,
+            flush_timeout: args.flush_timeout(),
+            buf: Vec::new(),
+            produced: 0,
+            refused: 0,
+            unkeyed: 0,
+            bytes: 0,
+            waited: Duration::ZERO,
+            waits: 0,
+            teller: Teller::default(),
+        })
+    }
+
+    /// Says on stderr what the client met since the last time.
+    fn tell_errors(&mut self) {
+        self.teller.tell(&self.counters, &self.name);
+    }
+}
+
+/// Hands one message to `t`'s producer, waiting for room while its queue
+/// is full (the value may be `t`'s own buffer, taken out meanwhile).
+fn send(t: &mut KafkaTap, key: Option<&[u8]>, value: &[u8]) -> io::Result<()> {
+    let mut record: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(&t.topic).payload(value);
+    if let Some(k) = key {
+        record = record.key(k);
+    }
+    let mut full_since: Option<Instant> = None;
+    let mut warned = false;
+    loop {
+        match t.producer.send(record) {
+            Ok(()) => {
+                t.produced += 1;
+                t.bytes += value.len() as u64;
+                break;
+            }
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
+                record = back;
+                let since = *full_since.get_or_insert_with(Instant::now);
+                if !warned && since.elapsed() >= FULL_WARNING {
+                    warned = true;
+                    eprintln!(
+                        "streamcap: {}: the queue ({}) is full: the output waits for the brokers",
+                        t.name,
+                        crate::size::binary(t.queue_size)
+                    );
+                }
+                if crate::signals::aborting() {
+                    t.refused += 1;
+                    t.waited += since.elapsed();
+                    return Err(io::Error::other(
+                        "stopped while waiting for room in the queue (a second signal)",
+                    ));
+                }
+                // Serves delivery reports (which free room) meanwhile.
+                t.producer.poll(Duration::from_millis(5));
+                t.teller.tell(&t.counters, &t.name);
+            }
+            Err((e, _)) => {
+                t.refused += 1;
+                t.counters.note_failure(e.to_string());
+                break;
+            }
+        }
+    }
+    if let Some(since) = full_since {
+        t.waited += since.elapsed();
+        t.waits += 1;
+    }
+    Ok(())
+}
+
+impl RecordTap for KafkaTap {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn record(&mut self, r: &FlowRecord, line: &[u8]) -> io::Result<()> {
+        let key = crate::zeek::uid(r);
+        match self.payload {
+            Payload::Flows {
+                json_output: true, ..
+            } => send(
+                self,
+                Some(key.as_bytes()),
+                line.strip_suffix(b"\n").unwrap_or(line),
+            ),
+            Payload::Flows { community_seed, .. } => {
+                let mut buf = std::mem::take(&mut self.buf);
+                buf.clear();
+                let cid = crate::community_id::of_record(r, community_seed);
+                let cid = cid.as_ref().map(crate::community_id::CommunityId::as_str);
+                crate::record::write_json(r, cid, &mut buf);
+                let res = send(self, Some(key.as_bytes()), &buf);
+                self.buf = buf;
+                res
+            }
+            Payload::Lines => Err(io::Error::other("a flow record on a text output")),
+        }
+    }
+
+    fn line(&mut self, line: &[u8]) -> io::Result<()> {
+        let key = super::uid_of_line(line);
+        if key.is_none() {
+            self.unkeyed += 1;
+        }
+        send(self, key, line)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        // librdkafka sends on its own (linger.ms): nothing to push here.
+        self.tell_errors();
+        Ok(())
+    }
+
+    fn finish(&mut self) -> io::Result<TapReport> {
+        let started = Instant::now();
+        let flushed = self.producer.flush(Timeout::After(self.flush_timeout));
+        let mut gave_up = 0;
+        if flushed.is_err() {
+            gave_up = u64::try_from(self.producer.in_flight_count()).unwrap_or(0);
+            // What is left is given up: its delivery reports (failures)
+            // come at the next poll.
+            self.producer
+                .purge(PurgeConfig::default().queue().inflight());
+            let _ = self.producer.flush(Timeout::After(Duration::from_secs(1)));
+        }
+        let flush_s = started.elapsed().as_secs_f64();
+        self.tell_errors();
+        let delivered = self.counters.delivered.load(Ordering::Relaxed);
+        let failed = self.counters.failed.load(Ordering::Relaxed);
+        let errors = self.counters.errors.load(Ordering::Relaxed);
+        // Handed over but neither acknowledged nor reported failed.
+        let unreported = self.produced.saturating_sub(delivered + failed);
+        let records = self.produced + self.refused;
+        let lost = records.saturating_sub(delivered);
+        let first = self.counters.first_failure();
+        let line = format!(
+            "{} topic {}: {records} records, {delivered} delivered, {lost} lost ({failed} failed, {unreported} unacknowledged, {} refused); {} bytes of values; waited {:.3} s for room in the {} queue, {:.3} s at the end; {errors} client errors",
+            self.brokers,
+            self.topic,
+            self.refused,
+            self.bytes,
+            self.waited.as_secs_f64(),
+            crate::size::binary(self.queue_size),
+            flush_s,
+        );
+        let failure = (lost > 0).then(|| {
+            let why = first
+                .clone()
+                .or_else(|| self.counters.last_error())
+                .unwrap_or_else(|| "no acknowledgement".into());
+            let timeout = if gave_up > 0 {
+                format!(
+                    "; {gave_up} were still queued after --kafka-flush-timeout {} s",
+                    self.flush_timeout.as_secs_f64()
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "{}: {lost} of {records} records were not delivered ({why}){timeout}",
+                self.name
+            )
+        });
+        let json = serde_json::json!({
+            "brokers": self.brokers,
+            "topic": self.topic,
+            "records": records,
+            "produced": self.produced,
+            "delivered": delivered,
+            "failed": failed,
+            "unacknowledged": unreported,
+            "refused": self.refused,
+            "lost": lost,
+            "unkeyed": self.unkeyed,
+            "bytes": self.bytes,
+            "queue_size": self.queue_size,
+            "waits": self.waits,
+            "waited_s": self.waited.as_secs_f64(),
+            "flush_s": flush_s,
+            "client_errors": errors,
+            "first_failure": first,
+        });
+        Ok(TapReport {
+            kind: "kafka",
+            line,
+            json,
+            failure,
+        })
+    }
+}
