@@ -646,6 +646,8 @@ mod tests {
             "[default: hash]".to_string(),
             "[default: chunks]".to_string(),
             "[default: stdout]".to_string(),
+            format!("[default: {}]", size::binary(kafka::options::DEFAULT_QUEUE)),
+            format!("[default: {}s]", kafka::options::DEFAULT_FLUSH_TIMEOUT_S),
         ] {
             assert!(help.contains(&want), "{want:?} not in the help:\n{help}");
         }

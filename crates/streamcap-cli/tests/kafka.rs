@@ -627,6 +627,10 @@ mod broker {
             assert_eq!(k.as_deref(), r["uid"].as_str(), "{v}");
         }
 
+        if let Some(d) = trace.parent() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+
         // The commands of docs/.
         doc_examples(&broker);
 
@@ -736,5 +740,8 @@ mod broker {
         assert_eq!(k["delivered"], want.len() as u64, "{k}");
         check_exactly_once("restart", &got, held, &want);
         let _ = std::fs::remove_dir_all(dir);
+        if let Some(d) = trace.parent() {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }
