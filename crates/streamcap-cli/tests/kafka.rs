@@ -460,7 +460,15 @@ mod broker {
         let out = at("sample.json");
         let err = produce(
             &[
-                "flows", "-r", sample_s, "--kafka", &b, "--topic", "sample", "-o", &out,
+                "flows",
+                "-r",
+                sample_s,
+                "--kafka",
+                &b,
+                "--topic",
+                "test-sample",
+                "-o",
+                &out,
             ],
             &dir.join("s1.json"),
             40,
@@ -470,7 +478,7 @@ mod broker {
             "the summary's kafka line: {err}"
         );
         let want = lines(Path::new(&out));
-        let (got, held) = consume(&b, "sample", want.len());
+        let (got, held) = consume(&b, "test-sample", want.len());
         check_exactly_once("sample", &got, held, &want);
         // One worker: the uids are those of any run of the same input.
         let conn = at("sample.log");
@@ -490,13 +498,13 @@ mod broker {
         let csv = at("sample.csv");
         produce(
             &[
-                "flows", "-r", sample_s, "--format", "csv", "-q", "--kafka", &b, "--topic", "csv",
-                "-o", &csv,
+                "flows", "-r", sample_s, "--format", "csv", "-q", "--kafka", &b, "--topic",
+                "test-csv", "-o", &csv,
             ],
             &dir.join("s1.json"),
             40,
         );
-        let (got, held) = consume(&b, "csv", want.len());
+        let (got, held) = consume(&b, "test-csv", want.len());
         check_exactly_once("csv", &got, held, &want);
 
         // A generated trace, two workers, interim records, -o as conn.log:
@@ -513,12 +521,22 @@ mod broker {
         let want = lines(Path::new(&json));
         let conn = at("campus.log");
         let mut a = vec![
-            "flows", "-r", t, "-q", "--format", "zeek", "-o", &conn, "--kafka", &b, "--topic",
-            "campus",
+            "flows",
+            "-r",
+            t,
+            "-q",
+            "--format",
+            "zeek",
+            "-o",
+            &conn,
+            "--kafka",
+            &b,
+            "--topic",
+            "test-campus",
         ];
         a.extend(opts);
         produce(&a, &dir.join("s2.json"), want.len());
-        let (got, held) = consume(&b, "campus", want.len());
+        let (got, held) = consume(&b, "test-campus", want.len());
         check_exactly_once("campus", &got, held, &want);
         check_flow_keys("campus", &got, Path::new(&conn));
         let mut per_key: HashMap<&str, usize> = HashMap::new();
@@ -547,14 +565,23 @@ mod broker {
                 let n = json_lines(&run(&["flows", "-r", f, "-q"]).stdout).len();
                 produce(
                     &[
-                        "flows", "-r", f, "-q", "--kafka", &b, "--topic", "corpus", "-o", &out,
+                        "flows",
+                        "-r",
+                        f,
+                        "-q",
+                        "--kafka",
+                        &b,
+                        "--topic",
+                        "test-corpus",
+                        "-o",
+                        &out,
                     ],
                     &dir.join("s3.json"),
                     n,
                 );
                 want.extend(lines(Path::new(&out)));
             }
-            let (got, held) = consume(&b, "corpus", want.len());
+            let (got, held) = consume(&b, "test-corpus", want.len());
             check_exactly_once("corpus", &got, held, &want);
             eprintln!(
                 "kafka: corpus: {} captures, {} records",
@@ -578,7 +605,7 @@ mod broker {
             "--kafka",
             &b,
             "--topic",
-            "alerts",
+            "test-alerts",
         ]);
         assert!(
             out.status.success(),
@@ -587,7 +614,7 @@ mod broker {
         );
         let want = lines(Path::new(&eve));
         assert!(want.len() > 10, "alerts: {}", want.len());
-        let (got, held) = consume(&b, "alerts", want.len());
+        let (got, held) = consume(&b, "test-alerts", want.len());
         check_exactly_once("alerts", &got, held, &want);
         for (_, k, v, _) in &got {
             let a: serde_json::Value = serde_json::from_str(v).expect("EVE JSON");
@@ -604,14 +631,23 @@ mod broker {
             "--kafka",
             &b,
             "--topic",
-            "alerts",
+            "test-alerts",
         ]);
         assert_eq!(fast.status.code(), Some(2), "fast.log is not sent");
 
         // http.log as Zeek JSON.
         let http = at("http.json");
         let out = run(&[
-            "http", "-r", sample_s, "-q", "-o", &http, "--kafka", &b, "--topic", "http",
+            "http",
+            "-r",
+            sample_s,
+            "-q",
+            "-o",
+            &http,
+            "--kafka",
+            &b,
+            "--topic",
+            "test-http",
         ]);
         assert!(
             out.status.success(),
@@ -620,7 +656,7 @@ mod broker {
         );
         let want = lines(Path::new(&http));
         assert!(!want.is_empty());
-        let (got, held) = consume(&b, "http", want.len());
+        let (got, held) = consume(&b, "test-http", want.len());
         check_exactly_once("http", &got, held, &want);
         for (_, k, v, _) in &got {
             let r: serde_json::Value = serde_json::from_str(v).expect("JSON");
