@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Kafka tests: builds the command line with the `kafka` feature
 # (librdkafka from its bundled source: cmake and a C++ compiler) and runs
-# crates/streamcap-cli/tests/kafka.rs, which starts a Kafka 4.1 broker on
+# its unit tests (the producer against librdkafka's mock cluster: counts,
+# a full queue, loss) and crates/streamcap-cli/tests/kafka.rs, which starts a Kafka 4.1 broker on
 # 127.0.0.1 with scripts/kafka-broker.sh (a JDK, and Maven to fetch the
 # broker's jars once into ~/.cache/streamcap) and checks that every record
 # is consumed back exactly once, also across a broker restart, and runs
@@ -30,4 +31,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # Fetched before the tests, so that a fetch failure is reported as such.
 bash scripts/kafka-broker.sh fetch
-cargo test -p streamcap-cli --features kafka --test kafka "$@"
+cargo test -p streamcap-cli --features kafka --bin streamcap --test kafka "$@"

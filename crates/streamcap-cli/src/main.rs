@@ -63,7 +63,8 @@ Examples:
   streamcap flows -r trace.pcap
   streamcap flows -r trace.pcap --digest 'tcp port 80'
   streamcap flows -r trace.pcapng --format zeek -o conn.log -q
-  streamcap flows -r trace.pcap -c 10000 --timeout 30 udp";
+  streamcap flows -r trace.pcap -c 10000 --timeout 30 udp
+  streamcap flows -r trace.pcap --kafka 127.0.0.1:9092 --topic flows -o flows.json   (build with --features kafka)";
 
 const NIDS_EXAMPLES: &str = "\
 Examples:

@@ -402,3 +402,114 @@ impl RecordTap for KafkaTap {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Against librdkafka's mock cluster (in the process, no Java): what
+    //! is acknowledged is counted delivered; with the broker away, a full
+    //! queue makes the tap wait (bounded memory) and every record that
+    //! times out is counted lost and reported.
+    use super::*;
+    use rdkafka::mocking::MockCluster;
+
+    fn args(options: &[(&str, &str)], queue: Option<u64>, flush_ms: u64) -> KafkaArgs {
+        KafkaArgs {
+            kafka_option: options
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            kafka_queue_size: queue,
+            kafka_flush_timeout: Some(flush_ms * 1_000_000),
+            ..KafkaArgs::default()
+        }
+    }
+
+    fn line(i: usize) -> Vec<u8> {
+        format!(
+            r#"{{"n":{i},"pad":"{}","uid":"C{}"}}"#,
+            "x".repeat(900),
+            i % 17
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn acknowledged_records_are_counted_delivered() {
+        let mock = MockCluster::new(1).expect("mock cluster");
+        mock.create_topic("t", 3, 1).expect("topic");
+        let mut tap = KafkaTap::connect(
+            &mock.bootstrap_servers(),
+            "t",
+            &args(&[], None, 10_000),
+            Payload::Lines,
+        )
+        .expect("connects");
+        for i in 0..500 {
+            tap.line(&line(i)).expect("line");
+        }
+        tap.line(br#"{"no":"uid"}"#).expect("line");
+        tap.flush().expect("flush");
+        let r = tap.finish().expect("finish");
+        assert_eq!(r.kind, "kafka");
+        assert_eq!(r.json["records"], 501);
+        assert_eq!(r.json["delivered"], 501, "{}", r.json);
+        assert_eq!(r.json["lost"], 0);
+        assert_eq!(r.json["unkeyed"], 1);
+        assert!(r.failure.is_none());
+        assert!(
+            r.line.contains("501 records, 501 delivered, 0 lost"),
+            "{}",
+            r.line
+        );
+    }
+
+    #[test]
+    fn a_broker_away_fills_the_queue_then_every_lost_record_is_counted() {
+        let mock = MockCluster::new(1).expect("mock cluster");
+        mock.create_topic("t", 1, 1).expect("topic");
+        // Records time out after 1 s in the queue; the queue holds 1 MiB,
+        // about a thousand of these records.
+        let options = [("message.timeout.ms", "1000")];
+        let mut tap = KafkaTap::connect(
+            &mock.bootstrap_servers(),
+            "t",
+            &args(&options, Some(1 << 20), 500),
+            Payload::Lines,
+        )
+        .expect("connects");
+        mock.broker_down(1).expect("broker down");
+        let n = 3000;
+        for i in 0..n {
+            tap.line(&line(i)).expect("line");
+        }
+        let r = tap.finish().expect("finish");
+        assert_eq!(r.json["records"], n as u64);
+        assert_eq!(r.json["delivered"], 0, "{}", r.json);
+        assert_eq!(r.json["lost"], n as u64, "{}", r.json);
+        assert!(
+            r.json["waits"].as_u64() > Some(0),
+            "the full queue was waited for: {}",
+            r.json
+        );
+        assert!(r.json["waited_s"].as_f64() > Some(0.5), "{}", r.json);
+        let f = r.failure.expect("the loss is reported");
+        assert!(
+            f.contains(&format!("{n} of {n} records were not delivered")),
+            "{f}"
+        );
+    }
+
+    #[test]
+    fn librdkafka_refuses_a_bad_setting_before_the_run() {
+        let mock = MockCluster::new(1).expect("mock cluster");
+        let e = KafkaTap::connect(
+            &mock.bootstrap_servers(),
+            "t",
+            &args(&[("no.such.setting", "1")], None, 1000),
+            Payload::Lines,
+        )
+        .err()
+        .expect("refused");
+        assert!(e.contains("no.such.setting"), "{e}");
+    }
+}
