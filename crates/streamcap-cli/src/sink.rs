@@ -18,12 +18,14 @@
 //! reader (a terminal, `| less`) slows the workers down instead of growing
 //! memory.
 //!
-//! Taps ([`crate::tap`], the IPFIX exporter) run on the writer thread and
-//! see every record beside its formatted line, in output order. With taps,
-//! a worker that formats its records itself hands the records over too
-//! (`Job::Tapped`: the text, the records, where each line ends), so the
-//! output is the text the worker wrote and the taps get the records; one
-//! tap thus serves every worker of the run.
+//! Taps ([`crate::tap`]: the IPFIX exporter, the Kafka producer) run on
+//! the writer thread and see every record beside its formatted line, in
+//! output order. With taps, a worker that formats its records itself hands
+//! the records over too (`Job::Tapped`: the text, the records, where each
+//! line ends), so the output is the text the worker wrote and the taps get
+//! the records; one tap thus serves every worker of the run. A text output
+//! (alerts, protocol logs: [`text_output`]) feeds its taps each line it
+//! writes instead.
 //!
 //! Guarantees: the records of different workers never interleave (a batch is
 //! a run of whole records of one worker); each worker's records keep their
@@ -896,6 +898,64 @@ mod tests {
         let kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
         assert!(!kept.is_empty() && kept.len() <= 3 * BATCH);
         assert_eq!(kept.len() % record.len(), 0, "only whole records");
+    }
+
+    /// A tap of records' lines, for the test of text outputs.
+    struct Lines(Arc<Mutex<Vec<Vec<u8>>>>);
+    impl RecordTap for Lines {
+        fn name(&self) -> &str {
+            "lines"
+        }
+        fn record(&mut self, _: &FlowRecord, _: &[u8]) -> io::Result<()> {
+            Err(io::Error::other("a record on a text output"))
+        }
+        fn line(&mut self, line: &[u8]) -> io::Result<()> {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(line.to_vec());
+            Ok(())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> io::Result<TapReport> {
+            Ok(TapReport {
+                kind: "lines",
+                line: String::new(),
+                json: serde_json::Value::Null,
+                failure: None,
+            })
+        }
+    }
+
+    /// A text output hands its taps each line it writes, without the
+    /// newline, in order, whatever the batches.
+    #[test]
+    fn a_text_output_feeds_its_taps_line_by_line() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let shared = SharedOutput::spawn_lines(
+            "text",
+            Box::new(Calls(calls.clone())),
+            vec![Box::new(Lines(seen.clone()))],
+        )
+        .expect("spawn");
+        let mut sink = BatchSink::new(shared.clone());
+        let mut want = Vec::new();
+        for i in 0..5000 {
+            let l = format!("{{\"n\":{i},\"uid\":\"C{i}\"}}");
+            sink.write_all(format!("{l}\n").as_bytes()).expect("write");
+            want.push(l.into_bytes());
+        }
+        sink.flush().expect("flush");
+        let reports = shared.finish_taps().expect("finish");
+        assert_eq!(reports.len(), 1);
+        let seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(*seen == want, "{} lines seen of {}", seen.len(), want.len());
+        let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let written: usize = calls.iter().map(Vec::len).sum();
+        assert_eq!(written, want.iter().map(|l| l.len() + 1).sum::<usize>());
     }
 
     /// Dropping the last handle writes what was queued.
