@@ -6,6 +6,7 @@
 #   scripts/kafka-broker.sh start DIR PORT     format DIR (first time) and start;
 #                                              the controller listens on PORT+1
 #   scripts/kafka-broker.sh stop DIR           stop it (SIGTERM, then SIGKILL after 30 s)
+#   scripts/kafka-broker.sh kill DIR           kill it at once (SIGKILL: a crash)
 #   scripts/kafka-broker.sh topic BROKER TOPIC [PARTITIONS]   create a topic (default 3 partitions)
 #   scripts/kafka-broker.sh consume BROKER TOPIC COUNT   print COUNT messages' values from
 #                                              the start of TOPIC, one a line (Kafka's
@@ -171,6 +172,13 @@ stop() {
   rm -f "$dir/kafka.pid"
 }
 
+kill_now() {
+  local dir=${1:?kill DIR}
+  [ -f "$dir/kafka.pid" ] || return 0
+  kill -KILL "$(cat "$dir/kafka.pid")" 2>/dev/null || true
+  rm -f "$dir/kafka.pid"
+}
+
 topic() {
   local broker=${1:?topic BROKER TOPIC [PARTITIONS]} name=${2:?topic BROKER TOPIC [PARTITIONS]}
   local parts=${3:-3}
@@ -193,11 +201,12 @@ case "$cmd" in
   fetch) fetch ;;
   start) start "$@" ;;
   stop) stop "$@" ;;
+  kill) kill_now "$@" ;;
   topic) topic "$@" ;;
   consume) consume "$@" ;;
   classpath) classpath ;;
   *)
-    sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

@@ -171,6 +171,15 @@ mod broker {
                 .status();
         }
 
+        /// Kills the broker at once (SIGKILL: a crash; its data stays).
+        pub fn kill(&self) {
+            let _ = Command::new("bash")
+                .arg(script())
+                .arg("kill")
+                .arg(&self.dir)
+                .status();
+        }
+
         /// Starts it again on the same data.
         pub fn restart(&self) {
             self.launch();
@@ -690,7 +699,8 @@ mod broker {
     }
 
     /// The broker is stopped in the middle of a paced run (records made
-    /// meanwhile wait in the producer's queue) and started again: every
+    /// meanwhile wait in the producer's queue) and started again, then
+    /// killed (SIGKILL, with batches in flight) and started again: every
     /// record reaches the topic once, none is counted lost.
     #[test]
     fn a_broker_restarted_mid_run_loses_nothing() {
@@ -699,7 +709,7 @@ mod broker {
         };
         let b = broker.addr();
         let dir = tempdir("kafka-restart");
-        // About 50 s of traffic, replayed at 4x: some 13 s of records.
+        // About 29 s of traffic, replayed at 2x: some 15 s of records.
         let (trace, secs) = campus("restart", 100_000, 0.02);
         let out = dir.join("flows.json");
         let stats = dir.join("stats.json");
@@ -710,7 +720,7 @@ mod broker {
                 "-r",
                 trace.to_str().expect("utf-8"),
                 "--speed",
-                "4x",
+                "2x",
                 "--active-timeout",
                 "5s",
             ])
@@ -743,6 +753,13 @@ mod broker {
         let restart_ms = now_ms();
         broker.restart();
         let restarted = started.elapsed().as_secs_f64();
+        std::thread::sleep(Duration::from_secs(1));
+        broker.kill();
+        let (killed, killed_ms) = (started.elapsed().as_secs_f64(), now_ms());
+        std::thread::sleep(Duration::from_secs(2));
+        let kill_restart_ms = now_ms();
+        broker.restart();
+        let up_again = started.elapsed().as_secs_f64();
         let done = child.wait_with_output().expect("wait");
         let err = String::from_utf8_lossy(&done.stderr);
         assert!(done.status.success(), "{err}");
@@ -758,9 +775,13 @@ mod broker {
             .filter(|m| (stopped_ms..restart_ms).contains(&m.3))
             .count();
         let before = got.iter().filter(|m| m.3 < stopped_ms).count();
+        let while_killed = got
+            .iter()
+            .filter(|m| (killed_ms..kill_restart_ms).contains(&m.3))
+            .count();
         eprintln!(
-            "kafka restart: {secs:.0} s of traffic at 4x; broker stopped at {stopped:.1} s, up again at {restarted:.1} s, run over at {:.1} s; \
-             {} records ({before} before the stop, {during} while the broker was down), {} consumed, the topic holds {held}; \
+            "kafka restart: {secs:.0} s of traffic at 2x; broker stopped at {stopped:.1} s, up again at {restarted:.1} s, killed at {killed:.1} s, up again at {up_again:.1} s, run over at {:.1} s; \
+             {} records ({before} before the stop, {during} while the broker was stopped, {while_killed} while it was killed), {} consumed, the topic holds {held}; \
              export: delivered {}, lost {}, client errors {}, waited {} s for room; stderr:\n{err}",
             started.elapsed().as_secs_f64(),
             want.len(),
