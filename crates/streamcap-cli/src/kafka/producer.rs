@@ -327,9 +327,15 @@ impl RecordTap for KafkaTap {
 
     fn finish(&mut self) -> io::Result<TapReport> {
         let started = Instant::now();
-        let flushed = self.producer.flush(Timeout::After(self.flush_timeout));
+        // Waits for the delivery reports, which the producer's polling
+        // thread serves (`flush` would poll too, in 100 ms steps, and
+        // often wait a whole step for reports the other thread took).
+        let _ = self.producer.flush(Timeout::After(Duration::ZERO));
+        while self.producer.in_flight_count() > 0 && started.elapsed() < self.flush_timeout {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         let mut gave_up = 0;
-        if flushed.is_err() {
+        if self.producer.in_flight_count() > 0 {
             gave_up = u64::try_from(self.producer.in_flight_count()).unwrap_or(0);
             // What is left is given up: its delivery reports (failures)
             // come at the next poll.
