@@ -2,8 +2,9 @@
 //!
 //! Each record is handed to librdkafka's queue (bounded by
 //! `--kafka-queue-size`), which batches, compresses and sends it;
-//! librdkafka's delivery reports (served by the producer's own polling
-//! thread) count what the brokers acknowledged and what failed. When the
+//! librdkafka's delivery reports (served by the tap's polls: every
+//! [`POLL_EVERY`] records, at each flush of the output, while it waits)
+//! count what the brokers acknowledged and what failed. When the
 //! queue is full (the brokers away, or slower than the capture) the tap
 //! waits for room: the writer thread, and so the workers behind it, slow
 //! down, and memory stays bounded. librdkafka retries a broker that went
@@ -20,7 +21,7 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{
-    BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig, ThreadedProducer,
+    BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext, PurgeConfig,
 };
 use rdkafka::util::Timeout;
 use std::io;
@@ -30,6 +31,9 @@ use std::time::{Duration, Instant};
 
 /// How often a broker error is repeated on stderr at most.
 const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// Records handed over between two polls of the delivery reports.
+const POLL_EVERY: u64 = 256;
 
 /// How long a full queue is waited for before stderr says so.
 const FULL_WARNING: Duration = Duration::from_secs(1);
@@ -107,7 +111,7 @@ impl ProducerContext for Context {
 
 /// A Kafka producer fed by an output's writer thread.
 pub struct KafkaTap {
-    producer: ThreadedProducer<Context>,
+    producer: BaseProducer<Context>,
     counters: Arc<Counters>,
     name: String,
     brokers: String,
@@ -191,7 +195,7 @@ impl KafkaTap {
             cfg.set(k, v);
         }
         let counters = Arc::new(Counters::default());
-        let producer: ThreadedProducer<Context> = cfg
+        let producer: BaseProducer<Context> = cfg
             .create_with_context(Context(counters.clone()))
             .map_err(|e| format!("{name}: {e}"))?;
         let timeout = Duration::from_secs(super::options::CONNECT_TIMEOUT_S);
@@ -244,6 +248,10 @@ fn send(t: &mut KafkaTap, key: Option<&[u8]>, value: &[u8]) -> io::Result<()> {
             Ok(()) => {
                 t.produced += 1;
                 t.bytes += value.len() as u64;
+                if t.produced % POLL_EVERY == 0 {
+                    // Serves the delivery reports that came meanwhile.
+                    t.producer.poll(Duration::ZERO);
+                }
                 break;
             }
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), back)) => {
@@ -320,25 +328,27 @@ impl RecordTap for KafkaTap {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        // librdkafka sends on its own (linger.ms): nothing to push here.
+        // librdkafka sends on its own (linger.ms): only the delivery
+        // reports to serve.
+        self.producer.poll(Duration::ZERO);
         self.tell_errors();
         Ok(())
     }
 
     fn finish(&mut self) -> io::Result<TapReport> {
         let started = Instant::now();
-        // Waits for the delivery reports, which the producer's polling
-        // thread serves (`flush` would poll too, in 100 ms steps, and
-        // often wait a whole step for reports the other thread took).
+        // Sends what lingers, then serves the delivery reports until every
+        // record has one, or the time is up (rdkafka's `flush` would wait
+        // in steps of 100 ms).
         let _ = self.producer.flush(Timeout::After(Duration::ZERO));
         while self.producer.in_flight_count() > 0 && started.elapsed() < self.flush_timeout {
-            std::thread::sleep(Duration::from_millis(1));
+            self.producer.poll(Duration::from_millis(1));
         }
         let mut gave_up = 0;
         if self.producer.in_flight_count() > 0 {
             gave_up = u64::try_from(self.producer.in_flight_count()).unwrap_or(0);
             // What is left is given up: its delivery reports (failures)
-            // come at the next poll.
+            // come with the next poll.
             self.producer
                 .purge(PurgeConfig::default().queue().inflight());
             let _ = self.producer.flush(Timeout::After(Duration::from_secs(1)));
