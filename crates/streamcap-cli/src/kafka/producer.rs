@@ -342,7 +342,8 @@ impl RecordTap for KafkaTap {
         // in steps of 100 ms).
         let _ = self.producer.flush(Timeout::After(Duration::ZERO));
         while self.producer.in_flight_count() > 0 && started.elapsed() < self.flush_timeout {
-            self.producer.poll(Duration::from_millis(1));
+            self.producer.poll(Duration::ZERO);
+            std::thread::sleep(Duration::from_millis(1));
         }
         let mut gave_up = 0;
         if self.producer.in_flight_count() > 0 {
