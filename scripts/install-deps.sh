@@ -21,6 +21,11 @@
 #              python3 on PATH, which the test runs ($STREAMCAP_PYTHON names
 #              another); with Debian's own python3, past its
 #              externally-managed marker
+#   cmake, g++ - build librdkafka from its bundled source for the `kafka`
+#              feature (`--kafka`; scripts/test-kafka.sh, which CI runs)
+#   default-jdk-headless, maven - the Kafka 4.1 broker the Kafka tests
+#              produce to (scripts/kafka-broker.sh: Maven fetches its jars
+#              once, the JDK runs it)
 # Tests that need a missing tool skip with a message, so this is optional on a
 # developer machine; CI runs it. Needs root (or sudo) and Debian/Ubuntu.
 #
@@ -42,7 +47,8 @@
 #   libhyperscan-dev                          - Hyperscan for the nids_match peer (libnids + Hyperscan)
 #   suricata                                  - the NIDS benchmark's Suricata rows
 set -euo pipefail
-pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin gcc libc6-dev pkg-config valgrind nfdump)
+pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin gcc libc6-dev pkg-config valgrind nfdump
+  cmake g++ default-jdk-headless maven)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(libnids-dev softflowd time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay libhyperscan-dev)
 fi

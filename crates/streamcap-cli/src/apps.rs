@@ -9,6 +9,7 @@ use crate::output::Format;
 use crate::run::{Outcome, Outputs, RunApp};
 use crate::sink::{BatchSink, SharedOutput, TextBatch};
 use crate::stage::{Finish, StageEnd};
+use crate::tap::{RecordTap, TapReport};
 use crate::Common;
 use std::io::Write;
 use std::marker::PhantomData;
@@ -38,21 +39,26 @@ pub(crate) struct LogOutput {
     format: LogFormat,
     header: fn(&str) -> String,
     framing: BatchSink,
+    /// What the taps of `out` did (`--kafka`), once finished.
+    exports: Vec<TapReport>,
 }
 
 impl LogOutput {
-    /// Opens `path` (`-` or none: standard output) for records of `R`.
+    /// Opens `path` (`-` or none: standard output) for records of `R`,
+    /// with `taps` fed each line (`--kafka`; JSON only).
     pub(crate) fn open<R: ZeekRecord>(
         path: Option<&Path>,
         format: LogFormat,
+        taps: Vec<Box<dyn RecordTap>>,
     ) -> Result<LogOutput, String> {
-        let (out, name) = crate::sink::text_output(R::PATH, path)?;
+        let (out, name) = crate::sink::text_output(R::PATH, path, taps)?;
         Ok(LogOutput {
             framing: BatchSink::new(out.clone()),
             out,
             name,
             format,
             header: R::tsv_header,
+            exports: Vec::new(),
         })
     }
 
@@ -87,6 +93,11 @@ impl LogOutput {
         }
         if let Err(e) = res.and_then(|()| self.framing.flush()) {
             failure.set(self.name.clone(), e);
+        }
+        // After the last record: every line reached the taps.
+        match self.out.finish_taps() {
+            Ok(reports) => self.exports = reports,
+            Err(e) => failure.set(self.name.clone(), e),
         }
     }
 }
@@ -216,10 +227,12 @@ pub(crate) struct AppChoice {
     pub ssl: Option<(Option<PathBuf>, LogFormat)>,
     /// Flow records in this format (written to `-o`).
     pub flows: Option<(u64, Format, bool)>,
-    /// Further sinks of the flow records (`--ipfix`).
-    pub flow_taps: Vec<Box<dyn crate::tap::RecordTap>>,
+    /// Further sinks of the flow records (`--ipfix`, `--kafka`).
+    pub flow_taps: Vec<Box<dyn RecordTap>>,
     /// `http.log`, with the analyser's settings.
     pub http: Option<(u64, Option<PathBuf>, LogFormat, HttpConfig)>,
+    /// Further sinks of the `http.log` lines (`http --kafka`).
+    pub http_taps: Vec<Box<dyn RecordTap>>,
     /// `dns.log`.
     pub dns: Option<(u64, Option<PathBuf>, LogFormat)>,
     /// The NIDS, set up, and its cutoff.
@@ -251,17 +264,29 @@ impl AppSet {
             None => None,
         };
         let ssl = match choice.ssl {
-            Some((path, f)) => Some(LogOutput::open::<SslRecord>(path.as_deref(), f)?),
+            Some((path, f)) => Some(LogOutput::open::<SslRecord>(
+                path.as_deref(),
+                f,
+                Vec::new(),
+            )?),
             None => None,
         };
         let http = match choice.http {
             Some((cut, path, f, cfg)) => {
-                Some((cut, LogOutput::open::<HttpRecord>(path.as_deref(), f)?, cfg))
+                let taps = choice.http_taps;
+                Some((
+                    cut,
+                    LogOutput::open::<HttpRecord>(path.as_deref(), f, taps)?,
+                    cfg,
+                ))
             }
             None => None,
         };
         let dns = match choice.dns {
-            Some((cut, path, f)) => Some((cut, LogOutput::open::<DnsRecord>(path.as_deref(), f)?)),
+            Some((cut, path, f)) => Some((
+                cut,
+                LogOutput::open::<DnsRecord>(path.as_deref(), f, Vec::new())?,
+            )),
             None => None,
         };
         Ok(AppSet {
@@ -347,8 +372,18 @@ impl RunApp for AppSet {
         }
     }
 
-    fn exports(&self) -> &[crate::tap::TapReport] {
-        self.flows.as_ref().map_or(&[], |(_, o)| o.exports())
+    fn exports(&self) -> Vec<TapReport> {
+        let mut all = self
+            .flows
+            .as_ref()
+            .map_or_else(Vec::new, |(_, o)| o.exports().to_vec());
+        if let Some((_, o, _)) = &self.http {
+            all.extend(o.exports.iter().cloned());
+        }
+        if let Some((_, n)) = &self.nids {
+            all.extend(n.exports());
+        }
+        all
     }
 
     fn summary(&self, o: &Outcome, e: &mut dyn Write) {

@@ -233,6 +233,9 @@ pub(crate) fn run<A: RunApp>(
     if let Some(code) = run::stats_json(&c, &source, &outcome, &outputs) {
         return code;
     }
+    if let Some(code) = run::export_failure(&outputs) {
+        return code;
+    }
     if let Some(e) = live_error {
         eprintln!("streamcap: {e}");
         return ExitCode::from(1);

@@ -6,6 +6,7 @@ mod args;
 mod community_id;
 mod handler;
 mod ipfix;
+mod kafka;
 mod limits;
 mod live;
 mod nids;
@@ -65,7 +66,8 @@ Examples:
   streamcap flows -r trace.pcap --digest 'tcp port 80'
   streamcap flows -r trace.pcapng --format zeek -o conn.log -q
   streamcap flows -r trace.pcap --app --format parquet -o flows.parquet
-  streamcap flows -r trace.pcap -c 10000 --timeout 30 udp";
+  streamcap flows -r trace.pcap -c 10000 --timeout 30 udp
+  streamcap flows -r trace.pcap --kafka 127.0.0.1:9092 --topic flows -o flows.json   (build with --features kafka)";
 
 const NIDS_EXAMPLES: &str = "\
 Examples:
@@ -204,6 +206,8 @@ struct FlowsArgs {
     active_timeout: Option<u64>,
     #[command(flatten)]
     ipfix: ipfix::IpfixArgs,
+    #[command(flatten)]
+    kafka: kafka::KafkaArgs,
     #[command(flatten)]
     common: Common,
 }
@@ -461,7 +465,19 @@ fn dispatch(cmd: Cmd) -> ExitCode {
                     return usage(e);
                 }
             }
-            let export = a.ipfix;
+            let (export, kafka) = (a.ipfix, a.kafka);
+            let format = a.format;
+            // The IPFIX exporters, then the Kafka producer: connected (or
+            // refused) before the run.
+            let taps = move |c: &Common| -> Result<Vec<Box<dyn tap::RecordTap>>, String> {
+                let mut taps = ipfix::open(&export)?;
+                let payload = kafka::Payload::Flows {
+                    json_output: format == Format::Json,
+                    community_seed: c.community_id_seed,
+                };
+                taps.extend(kafka::open(&kafka, payload)?);
+                Ok(taps)
+            };
             if a.app {
                 let choice = apps::AppChoice {
                     classify: Some(u64::MAX),
@@ -470,13 +486,13 @@ fn dispatch(cmd: Cmd) -> ExitCode {
                 };
                 return run::run(a.common, None, |c, _| {
                     let mut choice = choice;
-                    choice.flow_taps = ipfix::open(&export)?;
+                    choice.flow_taps = taps(c)?;
                     apps::AppSet::open(c, choice)
                 });
             }
-            let (format, digest) = (a.format, a.digest);
+            let digest = a.digest;
             run::run(a.common, None, |c, dir| {
-                let taps = ipfix::open(&export)?;
+                let taps = taps(c)?;
                 run::Outputs::open(c, format, digest, false, dir, false, taps)
             })
         }
@@ -637,6 +653,8 @@ mod tests {
             "[default: hash]".to_string(),
             "[default: chunks]".to_string(),
             "[default: stdout]".to_string(),
+            format!("[default: {}]", size::binary(kafka::options::DEFAULT_QUEUE)),
+            format!("[default: {}s]", kafka::options::DEFAULT_FLUSH_TIMEOUT_S),
         ] {
             assert!(help.contains(&want), "{want:?} not in the help:\n{help}");
         }

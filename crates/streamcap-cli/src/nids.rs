@@ -6,6 +6,7 @@ use crate::run::{self, usage, Outcome, RunApp};
 use crate::sink::{SharedOutput, TextBatch};
 use crate::size;
 use crate::stage::{Finish, StageEnd};
+use crate::tap::{RecordTap, TapReport};
 use crate::Common;
 use clap::{Args, ValueEnum};
 use std::collections::BTreeMap;
@@ -103,6 +104,8 @@ pub struct NidsArgs {
     #[command(flatten)]
     options: RuleOptions,
     #[command(flatten)]
+    kafka: crate::kafka::KafkaArgs,
+    #[command(flatten)]
     common: Common,
 }
 
@@ -113,8 +116,13 @@ pub fn run(a: NidsArgs) -> ExitCode {
         Err(code) => return code,
     };
     let (format, window_memory) = (a.format, a.options.window_memory);
+    if a.kafka.kafka.is_some() && format != AlertFormat::Eve {
+        return usage("--kafka sends EVE JSON alerts: it needs --format eve");
+    }
+    let kafka = a.kafka;
     run::run(a.common, None, move |c, _| {
-        NidsApp::open(c.output.as_deref(), format, set, window_memory)
+        let taps = crate::kafka::open(&kafka, crate::kafka::Payload::Lines)?;
+        NidsApp::open(c.output.as_deref(), format, set, window_memory, taps)
     })
 }
 
@@ -246,23 +254,28 @@ pub(crate) struct NidsApp {
     out: SharedOutput,
     out_name: String,
     window_memory: Option<u64>,
+    /// What the taps of `out` did (`--kafka`), once finished.
+    exports: Vec<TapReport>,
 }
 
 impl NidsApp {
-    /// Opens `path` (none: standard output) for the alerts of `set`.
+    /// Opens `path` (none: standard output) for the alerts of `set`, with
+    /// `taps` fed each alert's line (`--kafka`).
     pub(crate) fn open(
         path: Option<&Path>,
         format: AlertFormat,
         set: Arc<RuleSet>,
         window_memory: Option<u64>,
+        taps: Vec<Box<dyn RecordTap>>,
     ) -> Result<NidsApp, String> {
-        let (out, out_name) = crate::sink::text_output("alerts", path)?;
+        let (out, out_name) = crate::sink::text_output("alerts", path, taps)?;
         Ok(NidsApp {
             set,
             format,
             out,
             out_name,
             window_memory,
+            exports: Vec::new(),
         })
     }
 }
@@ -296,6 +309,15 @@ impl RunApp for NidsApp {
         if let Err(e) = self.out.flush() {
             failure.set(self.out_name.clone(), e);
         }
+        // After the last alert: every line reached the taps.
+        match self.out.finish_taps() {
+            Ok(reports) => self.exports = reports,
+            Err(e) => failure.set(self.out_name.clone(), e),
+        }
+    }
+
+    fn exports(&self) -> Vec<TapReport> {
+        self.exports.clone()
     }
 
     fn summary(&self, o: &Outcome, e: &mut dyn Write) {

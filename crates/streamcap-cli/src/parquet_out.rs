@@ -564,6 +564,7 @@ impl RecordTap for ParquetTap {
             kind: "parquet",
             line,
             json,
+            failure: None,
         })
     }
 }

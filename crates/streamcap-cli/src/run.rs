@@ -224,7 +224,7 @@ pub(crate) struct Outputs {
     /// With `-w DIR`: the directory and its `streams.jsonl` (JSON lines, so
     /// no header or trailer to write).
     dir: Option<(PathBuf, SharedOutput)>,
-    /// What the taps of `out` did (`--ipfix`), once finished.
+    /// What the taps of `out` did (`--ipfix`, `--kafka`), once finished.
     exports: Vec<TapReport>,
 }
 
@@ -370,9 +370,9 @@ pub(crate) trait RunApp {
         let _ = o;
         None
     }
-    /// What the record output's taps did (`--ipfix`), after `finish`.
-    fn exports(&self) -> &[TapReport] {
-        &[]
+    /// What the outputs' taps did (`--ipfix`, `--kafka`), after `finish`.
+    fn exports(&self) -> Vec<TapReport> {
+        Vec::new()
     }
 }
 
@@ -393,8 +393,8 @@ impl RunApp for Outputs {
         }
     }
 
-    fn exports(&self) -> &[TapReport] {
-        Outputs::exports(self)
+    fn exports(&self) -> Vec<TapReport> {
+        Outputs::exports(self).to_vec()
     }
 
     fn finish(&mut self, failure: &Failure) {
@@ -794,6 +794,9 @@ pub(crate) fn run<A: RunApp>(
     if let Some(code) = stats_json(&c, &read.display().to_string(), &outcome, &outputs) {
         return code;
     }
+    if let Some(code) = export_failure(&outputs) {
+        return code;
+    }
     if let Some(e) = filter_error {
         return usage(e);
     }
@@ -863,6 +866,20 @@ pub(crate) fn output_failure(failure: &Failure) -> Option<ExitCode> {
     Some(ExitCode::from(1))
 }
 
+/// The exit status for records an export failed to deliver (Kafka), if
+/// any did: each such export's message on stderr (even with `-q`), exit
+/// status 1. The records are in the output and the summary regardless.
+pub(crate) fn export_failure(app: &impl RunApp) -> Option<ExitCode> {
+    let mut failed = false;
+    for r in app.exports() {
+        if let Some(f) = &r.failure {
+            eprintln!("streamcap: {f}");
+            failed = true;
+        }
+    }
+    failed.then(|| ExitCode::from(1))
+}
+
 /// Whether `mode` is a kernel fan-out mode name.
 pub fn is_kernel_mode(mode: &str) -> bool {
     matches!(mode, "hash" | "lb" | "cpu" | "rollover" | "rnd" | "qm")
@@ -892,9 +909,9 @@ pub(crate) fn stats_json(
     if let (Some((key, part)), Some(obj)) = (app.stats_json(o), v.as_object_mut()) {
         obj.insert(key.to_string(), part);
     }
-    if let (false, Some(obj)) = (app.exports().is_empty(), v.as_object_mut()) {
-        let list: Vec<serde_json::Value> = app
-            .exports()
+    let exports = app.exports();
+    if let (false, Some(obj)) = (exports.is_empty(), v.as_object_mut()) {
+        let list: Vec<serde_json::Value> = exports
             .iter()
             .map(|r| {
                 let mut j = r.json.clone();

@@ -18,12 +18,14 @@
 //! reader (a terminal, `| less`) slows the workers down instead of growing
 //! memory.
 //!
-//! Taps ([`crate::tap`], the IPFIX exporter) run on the writer thread and
-//! see every record beside its formatted line, in output order. With taps,
-//! a worker that formats its records itself hands the records over too
-//! (`Job::Tapped`: the text, the records, where each line ends), so the
-//! output is the text the worker wrote and the taps get the records; one
-//! tap thus serves every worker of the run.
+//! Taps ([`crate::tap`]: the IPFIX exporter, the Kafka producer) run on
+//! the writer thread and see every record beside its formatted line, in
+//! output order. With taps, a worker that formats its records itself hands
+//! the records over too (`Job::Tapped`: the text, the records, where each
+//! line ends), so the output is the text the worker wrote and the taps get
+//! the records; one tap thus serves every worker of the run. A text output
+//! (alerts, protocol logs: [`text_output`]) feeds its taps each line it
+//! writes instead.
 //!
 //! Guarantees: the records of different workers never interleave (a batch is
 //! a run of whole records of one worker); each worker's records keep their
@@ -129,6 +131,27 @@ fn feed_taps(
     }
 }
 
+/// Hands each line of `text` (whole lines, each ending with a newline; a
+/// last line without one is taken too) to every tap, without its newline;
+/// the first error is kept (as the tap's) and ends the feeding.
+fn feed_lines(taps: &mut [Box<dyn RecordTap>], text: &[u8], first: &FirstError) {
+    if taps.is_empty() {
+        return;
+    }
+    let body = text.strip_suffix(b"\n").unwrap_or(text);
+    if body.is_empty() {
+        return;
+    }
+    for line in body.split(|&b| b == b'\n') {
+        for t in taps.iter_mut() {
+            if let Err(e) = t.line(line) {
+                keep_first(first, &crate::tap::tap_error(t.name(), &e));
+                return;
+            }
+        }
+    }
+}
+
 /// Written batches, emptied, for the workers to fill again: a batch
 /// allocated by a worker and freed by the writer thread costs the allocator
 /// far more than reusing it (glibc walked its bins: 90,000 instructions and
@@ -198,9 +221,39 @@ impl SharedOutput {
     /// the writer thread (see [`crate::tap`]).
     pub fn spawn_tapped(
         name: &str,
+        out: Box<dyn Write + Send>,
+        format: RecordFormat,
+        taps: Vec<Box<dyn RecordTap>>,
+    ) -> io::Result<SharedOutput> {
+        SharedOutput::spawn_inner(name, out, format, taps, false)
+    }
+
+    /// An output of text the workers format themselves (alerts, protocol
+    /// logs: only whole lines are handed over), with `taps` fed each line
+    /// it writes ([`RecordTap::line`]), on the writer thread.
+    pub fn spawn_lines(
+        name: &str,
+        out: Box<dyn Write + Send>,
+        taps: Vec<Box<dyn RecordTap>>,
+    ) -> io::Result<SharedOutput> {
+        // Only `Job::Write`s reach this output: the record format is unused.
+        let unused = RecordFormat {
+            format: crate::output::Format::Json,
+            files: false,
+            community_seed: 0,
+            app: false,
+        };
+        SharedOutput::spawn_inner(name, out, unused, taps, true)
+    }
+
+    /// The writer thread; with `lines`, the taps get the lines of
+    /// `Job::Write`s (a text output), else only records.
+    fn spawn_inner(
+        name: &str,
         mut out: Box<dyn Write + Send>,
         format: RecordFormat,
         mut taps: Vec<Box<dyn RecordTap>>,
+        lines: bool,
     ) -> io::Result<SharedOutput> {
         let tapped = !taps.is_empty();
         let (jobs, queue): (SyncSender<Job>, Receiver<Job>) = sync_channel(QUEUED_BATCHES);
@@ -235,6 +288,8 @@ impl SharedOutput {
                             if stored(&first).is_ok() {
                                 if let Err(e) = out.write_all(&bytes) {
                                     fail(e);
+                                } else if lines {
+                                    feed_lines(&mut taps, &bytes, &first);
                                 }
                             }
                             give_back(&returned, bytes);
@@ -467,24 +522,19 @@ impl Write for BatchSink {
 
 /// Opens `path` (`-` or none: standard output) for text the workers
 /// format themselves (alerts, protocol logs), written by a thread named
-/// after `what`; the output and its name for messages.
+/// after `what`, with `taps` fed each line it writes (`--kafka`); the
+/// output and its name for messages.
 pub fn text_output(
     what: &str,
     path: Option<&std::path::Path>,
+    taps: Vec<Box<dyn RecordTap>>,
 ) -> Result<(SharedOutput, String), String> {
     let raw = crate::run::open_output(path).map_err(|e| {
         let p = path.unwrap_or(std::path::Path::new("-"));
         format!("{}: cannot create: {e}", p.display())
     })?;
     let name = path.map_or_else(|| "stdout".to_string(), |p| p.display().to_string());
-    // Only `Job::Write`s reach this output: the record format is unused.
-    let unused = RecordFormat {
-        format: crate::output::Format::Json,
-        files: false,
-        community_seed: 0,
-        app: false,
-    };
-    let out = SharedOutput::spawn(what, raw, unused)
+    let out = SharedOutput::spawn_lines(what, raw, taps)
         .map_err(|e| format!("cannot start the writer thread of {name}: {e}"))?;
     Ok((out, name))
 }
@@ -854,6 +904,64 @@ mod tests {
         let kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
         assert!(!kept.is_empty() && kept.len() <= 3 * BATCH);
         assert_eq!(kept.len() % record.len(), 0, "only whole records");
+    }
+
+    /// A tap of records' lines, for the test of text outputs.
+    struct Lines(Arc<Mutex<Vec<Vec<u8>>>>);
+    impl RecordTap for Lines {
+        fn name(&self) -> &str {
+            "lines"
+        }
+        fn record(&mut self, _: &FlowRecord, _: &[u8]) -> io::Result<()> {
+            Err(io::Error::other("a record on a text output"))
+        }
+        fn line(&mut self, line: &[u8]) -> io::Result<()> {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(line.to_vec());
+            Ok(())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn finish(&mut self) -> io::Result<TapReport> {
+            Ok(TapReport {
+                kind: "lines",
+                line: String::new(),
+                json: serde_json::Value::Null,
+                failure: None,
+            })
+        }
+    }
+
+    /// A text output hands its taps each line it writes, without the
+    /// newline, in order, whatever the batches.
+    #[test]
+    fn a_text_output_feeds_its_taps_line_by_line() {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let shared = SharedOutput::spawn_lines(
+            "text",
+            Box::new(Calls(calls.clone())),
+            vec![Box::new(Lines(seen.clone()))],
+        )
+        .expect("spawn");
+        let mut sink = BatchSink::new(shared.clone());
+        let mut want = Vec::new();
+        for i in 0..5000 {
+            let l = format!("{{\"n\":{i},\"uid\":\"C{i}\"}}");
+            sink.write_all(format!("{l}\n").as_bytes()).expect("write");
+            want.push(l.into_bytes());
+        }
+        sink.flush().expect("flush");
+        let reports = shared.finish_taps().expect("finish");
+        assert_eq!(reports.len(), 1);
+        let seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+        assert!(*seen == want, "{} lines seen of {}", seen.len(), want.len());
+        let calls = calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let written: usize = calls.iter().map(Vec::len).sum();
+        assert_eq!(written, want.iter().map(|l| l.len() + 1).sum::<usize>());
     }
 
     /// Dropping the last handle writes what was queued.

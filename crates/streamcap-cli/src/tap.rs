@@ -1,12 +1,16 @@
-//! Taps: further sinks of the flow records (IPFIX, and the Parquet file of
-//! `--format parquet`), fed by the record output's writer thread
+//! Taps: further sinks of the flow records (IPFIX, Kafka, and the Parquet
+//! file of `--format parquet`), fed by the record output's writer thread
 //! ([`crate::sink::SharedOutput`]) with every record it writes, in the
 //! order it writes them. A tap runs on that one thread, so one tap serves
 //! the whole run (one IPFIX exporter: one sequence of message numbers, one
-//! pace), whatever the number of workers.
+//! pace; one Kafka producer), whatever the number of workers.
 //!
 //! The record output stays byte for byte what it is without taps: a tap
 //! sees each record beside its formatted line and writes elsewhere.
+//!
+//! A text output (alerts, protocol logs: [`crate::sink::text_output`])
+//! can have taps too: they get each line the output writes
+//! ([`RecordTap::line`]) instead of records.
 
 use crate::record::FlowRecord;
 use std::io;
@@ -14,13 +18,17 @@ use std::io;
 /// What a tap did, for the summary and `--stats-json`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TapReport {
-    /// The tap's kind, the summary's label and the key in
-    /// `--stats-json`'s `exports` object: `ipfix`.
+    /// The tap's kind, the summary's label and the `kind` of its entry in
+    /// `--stats-json`'s `exports` list: `ipfix`, `kafka`, `parquet`.
     pub kind: &'static str,
     /// Its figures as the summary prints them (one line).
     pub line: String,
     /// Its figures for `--stats-json`.
     pub json: serde_json::Value,
+    /// What it failed to deliver, if anything (Kafka: records the brokers
+    /// never acknowledged): the run reports it and exits with status 1,
+    /// after the summary and `--stats-json`.
+    pub failure: Option<String>,
 }
 
 /// A sink of flow records beside the record output. Its calls come from
@@ -41,6 +49,13 @@ pub trait RecordTap: Send {
     /// One record, with its line as the output wrote it (JSON line, CSV
     /// row or conn.log row, with its newline).
     fn record(&mut self, r: &FlowRecord, line: &[u8]) -> io::Result<()>;
+    /// One line of a text output (an EVE alert, a protocol log record),
+    /// without its newline. Only taps that serve text outputs (Kafka)
+    /// take lines; the others are never given to one.
+    fn line(&mut self, line: &[u8]) -> io::Result<()> {
+        let _ = line;
+        Err(io::Error::other("this export takes flow records only"))
+    }
     /// Sends or writes what is pending: the output is being flushed (a
     /// worker's flush, a live capture's tick about once a second, the end).
     fn flush(&mut self) -> io::Result<()>;

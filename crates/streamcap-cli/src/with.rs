@@ -24,15 +24,22 @@ pub struct HttpArgs {
     #[arg(long)]
     hash_bodies: bool,
     #[command(flatten)]
+    kafka: crate::kafka::KafkaArgs,
+    #[command(flatten)]
     common: Common,
 }
 
 /// Runs `streamcap http`.
 pub fn http(a: HttpArgs) -> ExitCode {
     let (format, hash) = (a.format, a.hash_bodies);
+    if a.kafka.kafka.is_some() && format != LogFormat::Json {
+        return usage("--kafka sends http.log records as JSON lines: it needs --format json");
+    }
+    let kafka = a.kafka;
     run::run(a.common, None, move |c, _| {
         let choice = AppChoice {
             http: Some((u64::MAX, c.output.clone(), format, http_config(hash))),
+            http_taps: crate::kafka::open(&kafka, crate::kafka::Payload::Lines)?,
             ..AppChoice::default()
         };
         AppSet::open(c, choice)
@@ -223,7 +230,13 @@ pub fn run(mut a: RunArgs) -> ExitCode {
         let mut choice = choice;
         if let Some(set) = set {
             let eve = dir.join("eve.json");
-            let alerts = NidsApp::open(Some(eve.as_path()), AlertFormat::Eve, set, window_memory)?;
+            let alerts = NidsApp::open(
+                Some(eve.as_path()),
+                AlertFormat::Eve,
+                set,
+                window_memory,
+                Vec::new(),
+            )?;
             choice.nids = Some((nids_cut, alerts));
         }
         AppSet::open(c, choice)

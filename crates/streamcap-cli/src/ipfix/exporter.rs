@@ -196,6 +196,7 @@ impl RecordTap for IpfixTap {
             kind: "ipfix",
             line,
             json,
+            failure: None,
         })
     }
 }

@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
+pub mod examples;
+
 #[path = "../../../streamcap/tests/support/shared.rs"]
 mod shared;
 #[allow(unused_imports)] // (not every test binary uses all three)
