@@ -39,7 +39,6 @@ use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -47,7 +46,7 @@ use crate::capinfo;
 use crate::host::{self, Machine};
 use crate::nids::{fmt_load, wait_idle};
 use crate::report::{HostLoad, Ratio, RunSample, Skipped, ToolResult};
-use crate::runner::{parse_time, timed_command, which, HostMark};
+use crate::runner::{run_template, which, HostMark};
 use crate::stats::Spread;
 use crate::table::fmt_spread_ratio;
 
@@ -289,7 +288,7 @@ fn rows(o: &Opts) -> (Vec<Row>, Vec<Skipped>) {
         }
         _ => skipped.push(Skipped {
             tool: "ndpiReader".into(),
-            reason: "not installed (apt-get install libndpi-bin)".into(),
+            reason: "left out (--ndpi none) or not installed (apt-get install libndpi-bin)".into(),
         }),
     }
     base.push(streamcap(
@@ -330,7 +329,7 @@ fn rows(o: &Opts) -> (Vec<Row>, Vec<Skipped>) {
         }
         _ => skipped.push(Skipped {
             tool: "tshark".into(),
-            reason: "not installed (apt-get install tshark)".into(),
+            reason: "left out (--tshark none) or not installed (apt-get install tshark)".into(),
         }),
     }
     base.push(streamcap(
@@ -462,56 +461,14 @@ fn found(role: Role, out: &Path, stdout: &Path) -> Found {
 fn run_once(
     r: &Row,
     round: usize,
-    (file, rules): (&Path, &Path),
+    inputs: (&Path, &Path),
     tmp: &Path,
     gnu_time: Option<&Path>,
 ) -> Result<(RunSample, Found), String> {
-    let out = tmp.join("out");
-    let _ = fs::remove_dir_all(&out);
-    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let argv: Vec<String> = r
-        .argv
-        .iter()
-        .map(|a| {
-            a.replace("{FILE}", &file.display().to_string())
-                .replace("{RULES}", &rules.display().to_string())
-                .replace("{OUT}", &out.display().to_string())
-        })
-        .collect();
-    let (stdout_path, stderr_path, time_path) =
-        (tmp.join("stdout"), tmp.join("stderr"), tmp.join("time"));
-    let _ = fs::remove_file(&time_path);
-    let mut cmd = timed_command(&argv, gnu_time, &time_path, &stdout_path, &stderr_path)?;
-    let start = Instant::now();
-    let status = cmd
-        .status()
-        .map_err(|e| format!("{}: {e}", argv.join(" ")))?;
-    let wall = start.elapsed().as_secs_f64();
-    if !status.success() {
-        let err = fs::read_to_string(&stderr_path).unwrap_or_default();
-        let err: Vec<&str> = err.lines().rev().take(3).collect();
-        return Err(format!(
-            "{} exited with {status}: {}",
-            argv.join(" "),
-            err.join(" / ")
-        ));
-    }
-    let f = found(r.role, &out, &stdout_path);
-    let _ = fs::remove_dir_all(&out);
-    let _ = fs::remove_file(&stdout_path);
-    let timed = fs::read_to_string(&time_path)
-        .ok()
-        .and_then(|s| parse_time(&s));
-    Ok((
-        RunSample {
-            round,
-            wall_s: wall,
-            user_s: timed.map(|t| t.1),
-            sys_s: timed.map(|t| t.2),
-            max_rss_kib: timed.map(|t| t.3),
-        },
-        f,
-    ))
+    let run = run_template(&r.argv, inputs, tmp, gnu_time)?;
+    let f = found(r.role, &run.out, &run.stdout);
+    run.clean();
+    Ok((run.sample(round), f))
 }
 
 /// One row's results on one workload.

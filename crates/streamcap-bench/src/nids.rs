@@ -47,7 +47,7 @@ use crate::capinfo;
 use crate::host::{self, Machine};
 use crate::plot::{self, Series};
 use crate::report::{HostLoad, Ratio, RunSample, Skipped, ToolResult};
-use crate::runner::{parse_kv, parse_time, timed_command, which, HostMark};
+use crate::runner::{parse_kv, run_template, which, HostMark};
 use crate::stats::Spread;
 use crate::table::fmt_spread_ratio;
 
@@ -565,46 +565,17 @@ fn streamcap_alerts(path: &Path) -> Alerts {
 fn run_once(
     r: &Row,
     round: usize,
-    (file, rules): (&Path, &Path),
+    inputs: (&Path, &Path),
     tmp: &Path,
     gnu_time: Option<&Path>,
 ) -> Result<(RunSample, Alerts), String> {
-    let out = tmp.join("out");
-    let _ = fs::remove_dir_all(&out);
-    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let argv: Vec<String> = r
-        .argv
-        .iter()
-        .map(|a| {
-            a.replace("{FILE}", &file.display().to_string())
-                .replace("{RULES}", &rules.display().to_string())
-                .replace("{OUT}", &out.display().to_string())
-        })
-        .collect();
-    let (stdout_path, stderr_path, time_path) =
-        (tmp.join("stdout"), tmp.join("stderr"), tmp.join("time"));
-    let _ = fs::remove_file(&time_path);
-    let mut cmd = timed_command(&argv, gnu_time, &time_path, &stdout_path, &stderr_path)?;
-    let start = Instant::now();
-    let status = cmd
-        .status()
-        .map_err(|e| format!("{}: {e}", argv.join(" ")))?;
-    let wall = start.elapsed().as_secs_f64();
-    if !status.success() {
-        let err = fs::read_to_string(&stderr_path).unwrap_or_default();
-        let err: Vec<&str> = err.lines().rev().take(3).collect();
-        return Err(format!(
-            "{} exited with {status}: {}",
-            argv.join(" "),
-            err.join(" / ")
-        ));
-    }
+    let run = run_template(&r.argv, inputs, tmp, gnu_time)?;
     let alerts = match r.kind {
-        Kind::Streamcap => streamcap_alerts(&out.join("stats.json")),
-        Kind::Suricata => eve_alerts(&out.join("eve.json")),
+        Kind::Streamcap => streamcap_alerts(&run.out.join("stats.json")),
+        Kind::Suricata => eve_alerts(&run.out.join("eve.json")),
         Kind::NidsMatch => {
             let n = parse_kv(
-                &fs::read_to_string(&stdout_path).unwrap_or_default(),
+                &fs::read_to_string(&run.stdout).unwrap_or_default(),
                 "alerts",
             );
             Alerts {
@@ -614,20 +585,8 @@ fn run_once(
             }
         }
     };
-    let _ = fs::remove_dir_all(&out);
-    let timed = fs::read_to_string(&time_path)
-        .ok()
-        .and_then(|s| parse_time(&s));
-    Ok((
-        RunSample {
-            round,
-            wall_s: wall,
-            user_s: timed.map(|t| t.1),
-            sys_s: timed.map(|t| t.2),
-            max_rss_kib: timed.map(|t| t.3),
-        },
-        alerts,
-    ))
+    run.clean();
+    Ok((run.sample(round), alerts))
 }
 
 /// One row's results on one rule set.

@@ -557,6 +557,87 @@ pub(crate) fn timed_command(
     Ok(cmd)
 }
 
+/// A finished run of a command line template ([`run_template`]): where
+/// its output went, and its times.
+pub(crate) struct TemplateRun {
+    /// The folder `{OUT}` named, emptied before the run.
+    pub out: PathBuf,
+    /// Its standard output.
+    pub stdout: PathBuf,
+    wall: f64,
+    time_path: PathBuf,
+}
+
+impl TemplateRun {
+    /// Its figures as round `round` of a row (GNU time's, when it ran
+    /// under it).
+    pub(crate) fn sample(&self, round: usize) -> RunSample {
+        let timed = fs::read_to_string(&self.time_path)
+            .ok()
+            .and_then(|s| parse_time(&s));
+        RunSample {
+            round,
+            wall_s: self.wall,
+            user_s: timed.map(|t| t.1),
+            sys_s: timed.map(|t| t.2),
+            max_rss_kib: timed.map(|t| t.3),
+        }
+    }
+
+    /// Removes what the run wrote (the `{OUT}` folder and its stdout).
+    pub(crate) fn clean(&self) {
+        let _ = fs::remove_dir_all(&self.out);
+        let _ = fs::remove_file(&self.stdout);
+    }
+}
+
+/// Runs `template` (with `{FILE}`, `{RULES}` and `{OUT}` replaced by
+/// `file`, `rules` and a fresh folder in `tmp`) under GNU time when it is
+/// installed; an exit status other than 0 is an error quoting the last
+/// lines of its stderr.
+pub(crate) fn run_template(
+    template: &[String],
+    (file, rules): (&Path, &Path),
+    tmp: &Path,
+    gnu_time: Option<&Path>,
+) -> Result<TemplateRun, String> {
+    let out = tmp.join("out");
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let argv: Vec<String> = template
+        .iter()
+        .map(|a| {
+            a.replace("{FILE}", &file.display().to_string())
+                .replace("{RULES}", &rules.display().to_string())
+                .replace("{OUT}", &out.display().to_string())
+        })
+        .collect();
+    let (stdout_path, stderr_path, time_path) =
+        (tmp.join("stdout"), tmp.join("stderr"), tmp.join("time"));
+    let _ = fs::remove_file(&time_path);
+    let mut cmd = timed_command(&argv, gnu_time, &time_path, &stdout_path, &stderr_path)?;
+    let start = Instant::now();
+    let status = cmd
+        .status()
+        .map_err(|e| format!("{}: {e}", argv.join(" ")))?;
+    let wall = start.elapsed().as_secs_f64();
+    if !status.success() {
+        let err = fs::read_to_string(&stderr_path).unwrap_or_default();
+        let err: Vec<&str> = err.lines().rev().take(3).collect();
+        return Err(format!(
+            "{} exited with {status}: {}",
+            argv.join(" "),
+            err.join(" / ")
+        ));
+    }
+    Ok(TemplateRun {
+        out,
+        stdout: stdout_path,
+        wall,
+        time_path,
+    })
+}
+
 /// One run of `t` on `file` in round `round`: its figures and what it found.
 fn run_once(
     t: &Tool,
