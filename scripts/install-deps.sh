@@ -77,16 +77,23 @@ if ! command -v suricata >/dev/null 2>&1; then
 fi
 
 # Python packages of the Parquet tests: a pinned install is a no-op when
-# they are there (no network), and a failure only skips those tests.
+# they are there (no network), and a failure only skips those tests. Run
+# after apt, which brings python3-pip where python3 has no pip.
 py_pkgs=(duckdb==2.0.1 pandas==3.1.1 pyarrow==26.0.1)
-if command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1; then
-  pip_install=(python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore)
-  "${pip_install[@]}" "${py_pkgs[@]}" 2>/dev/null ||
-    "${pip_install[@]}" --break-system-packages "${py_pkgs[@]}" ||
-    echo "install-deps: could not install ${py_pkgs[*]} (the Parquet tests that use them skip)"
-else
-  echo "install-deps: python3 with pip not found: ${py_pkgs[*]} not installed (the Parquet tests that use them skip)"
-fi
+install_python_packages() {
+  if command -v python3 >/dev/null 2>&1 && ! python3 -m pip --version >/dev/null 2>&1; then
+    $SUDO apt-get install -y -qq --no-install-recommends python3-pip >/dev/null 2>&1 ||
+      ($SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends python3-pip >/dev/null 2>&1) || true
+  fi
+  if command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1; then
+    local pip_install=(python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore)
+    "${pip_install[@]}" "${py_pkgs[@]}" 2>/dev/null ||
+      "${pip_install[@]}" --break-system-packages "${py_pkgs[@]}" ||
+      echo "install-deps: could not install ${py_pkgs[*]} (the Parquet tests that use them skip)"
+  else
+    echo "install-deps: python3 with pip not found: ${py_pkgs[*]} not installed (the Parquet tests that use them skip)"
+  fi
+}
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -94,6 +101,7 @@ for p in "${pkgs[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all present (${pkgs[*]})"
+  install_python_packages
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}"
@@ -106,3 +114,4 @@ if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
       echo "install-deps: could not install $p"
   done
 fi
+install_python_packages
