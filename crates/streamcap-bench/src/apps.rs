@@ -44,7 +44,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::capinfo;
 use crate::host::{self, Machine};
-use crate::nids::{fmt_load, wait_idle};
+use crate::nids::{fmt_load, run_rounds, Rounds, RoundsPlan};
 use crate::report::{HostLoad, Ratio, RunSample, Skipped, ToolResult};
 use crate::runner::{run_template, which, HostMark};
 use crate::stats::Spread;
@@ -712,43 +712,23 @@ fn run_workload(
 ) -> AppsWorkload {
     let started = host::utc_now();
     let mark = HostMark::now();
-    let mut runs: Vec<Vec<RunSample>> = vec![Vec::new(); rows.len()];
-    let mut founds: Vec<Vec<Found>> = vec![Vec::new(); rows.len()];
-    let mut failed: Vec<Option<String>> = vec![None; rows.len()];
-    let mut want = vec![o.runs; rows.len()];
-    for round in 0..o.runs {
-        if let Some(limit) = o.wait_idle {
-            wait_idle(limit, clk_tck);
-        }
-        eprintln!(
-            "streamcap-bench: apps on {name}: round {}/{} (load average {})",
-            round + 1,
-            o.runs,
-            host::loadavg().map_or("?".into(), |l| format!("{:.2}", l[0]))
-        );
-        for (i, r) in rows.iter().enumerate() {
-            if failed[i].is_some() || round >= want[i] {
-                continue;
-            }
-            match run_once(r, round, (input, rules), &o.tmp, gnu_time) {
-                Ok((s, f)) => {
-                    if round == 0 && o.runs > 1 && s.wall_s * o.runs as f64 > o.slow_limit {
-                        want[i] = ((o.slow_limit / s.wall_s) as usize).clamp(1, o.runs);
-                        eprintln!(
-                            "streamcap-bench:   {} {}: {:.1} s per run, {} run(s) only (--slow-limit {})",
-                            r.tool, r.mode, s.wall_s, want[i], o.slow_limit
-                        );
-                    }
-                    runs[i].push(s);
-                    founds[i].push(f);
-                }
-                Err(e) => {
-                    eprintln!("streamcap-bench:   {} {} failed: {e}", r.tool, r.mode);
-                    failed[i] = Some(e);
-                }
-            }
-        }
-    }
+    let plan = RoundsPlan {
+        runs: o.runs,
+        slow_limit: o.slow_limit,
+        wait_idle: o.wait_idle,
+    };
+    let Rounds {
+        runs,
+        found: founds,
+        failed,
+    } = run_rounds(
+        rows,
+        plan,
+        clk_tck,
+        &format!("apps on {name}"),
+        |r| format!("{} {}", r.tool, r.mode),
+        |r, round| run_once(r, round, (input, rules), &o.tmp, gnu_time),
+    );
     let measured: f64 = runs
         .iter()
         .flatten()

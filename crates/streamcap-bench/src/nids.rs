@@ -718,6 +718,86 @@ fn busy_cpus(secs: f64, clk_tck: f64) -> Option<f64> {
     Some(b.busy.saturating_sub(a.busy) as f64 / clk_tck / secs)
 }
 
+/// How rows are run: rounds, the slow limit, waiting for an idle machine.
+#[derive(Clone, Copy)]
+pub(crate) struct RoundsPlan {
+    /// Rounds (runs per row, unless a row is slow).
+    pub runs: usize,
+    /// A row whose first run shows that its runs would exceed this many
+    /// seconds runs fewer times.
+    pub slow_limit: f64,
+    /// Before each round, wait until others keep at most this many CPUs
+    /// busy.
+    pub wait_idle: Option<f64>,
+}
+
+/// What the rounds came to, row by row.
+pub(crate) struct Rounds<T> {
+    /// Each row's runs.
+    pub runs: Vec<Vec<RunSample>>,
+    /// What each of its runs found.
+    pub found: Vec<Vec<T>>,
+    /// The error that stopped a row.
+    pub failed: Vec<Option<String>>,
+}
+
+/// Runs every row once per round, round-robin (`run(row, round)`), as
+/// [`RoundsPlan`] says; `title` names the rounds in the progress lines,
+/// `name` a row.
+pub(crate) fn run_rounds<R, T>(
+    rows: &[R],
+    plan: RoundsPlan,
+    clk_tck: f64,
+    title: &str,
+    name: impl Fn(&R) -> String,
+    mut run: impl FnMut(&R, usize) -> Result<(RunSample, T), String>,
+) -> Rounds<T> {
+    let mut out = Rounds {
+        runs: (0..rows.len()).map(|_| Vec::new()).collect(),
+        found: (0..rows.len()).map(|_| Vec::new()).collect(),
+        failed: vec![None; rows.len()],
+    };
+    let mut want = vec![plan.runs; rows.len()];
+    for round in 0..plan.runs {
+        if let Some(limit) = plan.wait_idle {
+            wait_idle(limit, clk_tck);
+        }
+        eprintln!(
+            "streamcap-bench: {title}: round {}/{} (load average {})",
+            round + 1,
+            plan.runs,
+            host::loadavg().map_or("?".into(), |l| format!("{:.2}", l[0]))
+        );
+        for (i, r) in rows.iter().enumerate() {
+            if out.failed[i].is_some() || round >= want[i] {
+                continue;
+            }
+            match run(r, round) {
+                Ok((s, f)) => {
+                    if round == 0 && plan.runs > 1 && s.wall_s * plan.runs as f64 > plan.slow_limit
+                    {
+                        want[i] = ((plan.slow_limit / s.wall_s) as usize).clamp(1, plan.runs);
+                        eprintln!(
+                            "streamcap-bench:   {}: {:.1} s per run, {} run(s) only (--slow-limit {})",
+                            name(r),
+                            s.wall_s,
+                            want[i],
+                            plan.slow_limit
+                        );
+                    }
+                    out.runs[i].push(s);
+                    out.found[i].push(f);
+                }
+                Err(e) => {
+                    eprintln!("streamcap-bench:   {} failed: {e}", name(r));
+                    out.failed[i] = Some(e);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Waits (at most 30 min) until other processes keep at most `limit` CPUs
 /// busy over 3 s.
 pub(crate) fn wait_idle(limit: f64, clk_tck: f64) {
@@ -763,44 +843,26 @@ fn run_set(
 ) -> RuleSetResult {
     let started = host::utc_now();
     let mark = HostMark::now();
-    let mut runs: Vec<Vec<RunSample>> = vec![Vec::new(); rows.len()];
-    let mut alerts: Vec<Vec<Alerts>> = vec![Vec::new(); rows.len()];
-    let mut failed: Vec<Option<String>> = vec![None; rows.len()];
-    let mut want = vec![o.runs; rows.len()];
-    for round in 0..o.runs {
-        if let Some(limit) = o.wait_idle {
-            wait_idle(limit, clk_tck);
-        }
-        eprintln!(
-            "streamcap-bench: {wl}, {count} rules: round {}/{} (load average {})",
-            round + 1,
-            o.runs,
-            host::loadavg().map_or("?".into(), |l| format!("{:.2}", l[0]))
-        );
-        for (i, r) in rows.iter().enumerate() {
-            if failed[i].is_some() || round >= want[i] {
-                continue;
-            }
+    let plan = RoundsPlan {
+        runs: o.runs,
+        slow_limit: o.slow_limit,
+        wait_idle: o.wait_idle,
+    };
+    let Rounds {
+        runs,
+        found: alerts,
+        failed,
+    } = run_rounds(
+        rows,
+        plan,
+        clk_tck,
+        &format!("{wl}, {count} rules"),
+        |r| format!("{} {}", r.tool, r.mode),
+        |r, round| {
             let input = if r.load { load } else { file };
-            match run_once(r, round, (input, rules), &o.tmp, gnu_time) {
-                Ok((s, a)) => {
-                    if round == 0 && o.runs > 1 && s.wall_s * o.runs as f64 > o.slow_limit {
-                        want[i] = ((o.slow_limit / s.wall_s) as usize).clamp(1, o.runs);
-                        eprintln!(
-                            "streamcap-bench:   {} {}: {:.1} s per run, {} run(s) only (--slow-limit {})",
-                            r.tool, r.mode, s.wall_s, want[i], o.slow_limit
-                        );
-                    }
-                    runs[i].push(s);
-                    alerts[i].push(a);
-                }
-                Err(e) => {
-                    eprintln!("streamcap-bench:   {} {} failed: {e}", r.tool, r.mode);
-                    failed[i] = Some(e);
-                }
-            }
-        }
-    }
+            run_once(r, round, (input, rules), &o.tmp, gnu_time)
+        },
+    );
     let measured: f64 = runs
         .iter()
         .flatten()
