@@ -23,24 +23,18 @@
 
 mod common;
 
-use common::examples::{can_capture_live, check, examples, pages, repo, NOT_RUN};
+use common::examples::{
+    can_capture_live, check, examples, pages, path_with_bin, repo, Scratch, NOT_RUN,
+};
 use common::skip;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[test]
 fn every_console_example_prints_what_the_page_shows() {
-    let bin = Path::new(common::BIN);
-    let bin_dir = bin.parent().expect("the binary's folder");
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = path_with_bin();
     let live = can_capture_live();
     let (mut ran, mut failures) = (0, Vec::new());
-    // The scratch folder of the block being run, if any.
-    let mut current: Option<PathBuf> = None;
+    let mut scratch = Scratch::new("streamcap-docs", &["samples"]);
     for page in pages() {
         for ex in examples(&page) {
             if ex.status == NOT_RUN {
@@ -64,35 +58,14 @@ fn every_console_example_prints_what_the_page_shows() {
                 ));
                 continue;
             }
-            // A fresh folder per console block: its commands run in turn
-            // in it, and no other block sees what they write.
-            let dir = std::env::temp_dir().join(format!(
-                "streamcap-docs-{}-{}-{}",
-                std::process::id(),
-                page.file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default(),
-                ex.block
-            ));
-            if current.as_ref() != Some(&dir) {
-                if let Some(old) = current.take() {
-                    let _ = std::fs::remove_dir_all(old);
-                }
-                let _ = std::fs::remove_dir_all(&dir);
-                std::fs::create_dir_all(&dir).expect("scratch folder");
-                std::os::unix::fs::symlink(repo().join("samples"), dir.join("samples"))
-                    .expect("link the samples");
-                current = Some(dir.clone());
-            }
+            let dir = scratch.folder(&page, &ex);
             if let Err(e) = check(&ex, &dir, &path, &[]) {
                 failures.push(format!("{}: $ {}\n{e}", ex.place, ex.command));
             }
             ran += 1;
         }
     }
-    if let Some(old) = current {
-        let _ = std::fs::remove_dir_all(old);
-    }
+    drop(scratch);
     assert!(
         failures.is_empty(),
         "{} of {ran} examples differ:\n\n{}",

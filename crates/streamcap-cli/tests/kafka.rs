@@ -393,16 +393,12 @@ mod broker {
     /// (127.0.0.1:9092 in the pages), with this build first on PATH and
     /// `samples/` and `scripts/` in each block's folder.
     pub fn doc_examples(broker: &Broker) {
-        let bin_dir = Path::new(BIN).parent().expect("the binary's folder");
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = examples::path_with_bin();
         let live = examples::can_capture_live();
         let addr = broker.addr();
         let replace = [("127.0.0.1:9092", addr.as_str())];
-        let (mut ran, mut failures, mut current) = (0, Vec::new(), None::<PathBuf>);
+        let (mut ran, mut failures) = (0, Vec::new());
+        let mut scratch = examples::Scratch::new("streamcap-kafka-docs", &["samples", "scripts"]);
         for page in examples::pages() {
             for ex in examples::examples(&page).into_iter().filter(|e| e.kafka) {
                 if ex.root && !live {
@@ -412,35 +408,14 @@ mod broker {
                     ));
                     continue;
                 }
-                let dir = std::env::temp_dir().join(format!(
-                    "streamcap-kafka-docs-{}-{}-{}",
-                    std::process::id(),
-                    page.file_name()
-                        .map(|n| n.to_string_lossy())
-                        .unwrap_or_default(),
-                    ex.block
-                ));
-                if current.as_ref() != Some(&dir) {
-                    if let Some(old) = current.take() {
-                        let _ = std::fs::remove_dir_all(old);
-                    }
-                    let _ = std::fs::remove_dir_all(&dir);
-                    std::fs::create_dir_all(&dir).expect("scratch folder");
-                    for link in ["samples", "scripts"] {
-                        std::os::unix::fs::symlink(repo().join(link), dir.join(link))
-                            .expect("link");
-                    }
-                    current = Some(dir.clone());
-                }
+                let dir = scratch.folder(&page, &ex);
                 if let Err(e) = examples::check(&ex, &dir, &path, &replace) {
                     failures.push(format!("{}: $ {}\n{e}", ex.place, ex.command));
                 }
                 ran += 1;
             }
         }
-        if let Some(old) = current {
-            let _ = std::fs::remove_dir_all(old);
-        }
+        drop(scratch);
         assert!(
             failures.is_empty(),
             "{} of {ran} examples differ:\n\n{}",

@@ -268,3 +268,70 @@ pub fn check(ex: &Example, dir: &Path, path: &str, replace: &[(&str, &str)]) -> 
         )
         .map_err(|e| e.to_string())
 }
+
+/// `PATH` with this build's `streamcap` first.
+pub fn path_with_bin() -> String {
+    let bin = Path::new(super::BIN);
+    let bin_dir = bin.parent().expect("the binary's folder");
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// The scratch folders examples run in: a fresh one per console block
+/// (its commands run in turn in it; no other block sees what they write),
+/// holding links to some of the repository's folders; each is removed when
+/// the next block starts, the last when this is dropped.
+pub struct Scratch {
+    prefix: &'static str,
+    links: &'static [&'static str],
+    current: Option<PathBuf>,
+}
+
+impl Scratch {
+    /// Folders named `PREFIX-PID-PAGE-BLOCK` in the temporary folder, with
+    /// links to `links` (`samples`, …) of the repository.
+    pub fn new(prefix: &'static str, links: &'static [&'static str]) -> Scratch {
+        Scratch {
+            prefix,
+            links,
+            current: None,
+        }
+    }
+
+    /// The folder of `ex`, a block of `page`: made when its block starts.
+    pub fn folder(&mut self, page: &Path, ex: &Example) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "{}-{}-{}-{}",
+            self.prefix,
+            std::process::id(),
+            page.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
+            ex.block
+        ));
+        if self.current.as_ref() != Some(&dir) {
+            if let Some(old) = self.current.take() {
+                let _ = std::fs::remove_dir_all(old);
+            }
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("scratch folder");
+            for link in self.links {
+                std::os::unix::fs::symlink(repo().join(link), dir.join(link))
+                    .expect("link into the repository");
+            }
+            self.current = Some(dir.clone());
+        }
+        dir
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Some(old) = self.current.take() {
+            let _ = std::fs::remove_dir_all(old);
+        }
+    }
+}
