@@ -25,7 +25,11 @@
 # (bench/results/nids.json, and nids.png with --plot); and the
 # applications benchmark: flows --app against flows and ndpiReader, http
 # against tshark, the one-pass `run` of three applications against the
-# three run separately (bench/results/apps.json).
+# three run separately (bench/results/apps.json); and Scap's cutoff
+# experiment on a veth pair (root, tcpreplay): the machine's CPU and the
+# packet loss against the stream cutoff for streamcap discarding in user
+# space and with --xdp, libnids and tcpdump (bench/results/xdp-cutoff.json,
+# and xdp-cutoff.png with --plot).
 # Results: bench/results/latest.json (and latest.png with --plot); --archive
 # also copies it to bench/results/COMMIT.json.
 # Environment: CARGO_TARGET_DIR (cargo's), BENCH_WORK (where generated traces
@@ -48,13 +52,16 @@
 # BENCH_APPS_FLOWS (flows of its generated `apps` trace; default 100000,
 # --quick 20000), BENCH_APPS_CAMPUS_PACKETS and BENCH_APPS_CORPUS_PACKETS
 # (its campus trace and its prefix of corpus-merged; default 300000 and
-# 1000000, --quick 100000 each; 0 leaves that workload out).
+# 1000000, --quick 100000 each; 0 leaves that workload out),
+# BENCH_XDP_CUTOFF (0: skip the XDP cutoff experiment), BENCH_XDP_CUTOFF_RATE
+# (its fixed replay rate; default 0.5, in Gbit/s, or e.g. 70000pps).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
 QUICK=0 PLOT=0 RUNS="" PGO=1 ARCHIVE=0 OVERLOAD="${BENCH_OVERLOAD:-1}"
 MAIN="${BENCH_MAIN:-1}" LIVE="${BENCH_LIVE:-1}" NIDS="${BENCH_NIDS:-1}" APPS="${BENCH_APPS:-1}"
+XDP_CUTOFF="${BENCH_XDP_CUTOFF:-1}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1 ;;
@@ -388,4 +395,30 @@ if [ "$APPS" = 1 ]; then
   "$BIN/streamcap-bench" "${APPS_ARGS[@]}" "${APPS_WORKLOADS[@]}" || say "applications benchmark failed (see above)"
 else
   say "skipping the applications benchmark (BENCH_APPS=0)"
+fi
+
+# 11. The cutoff experiment (bench/README.md, "XDP cutoff"; Scap Fig. 8): a
+# campus trace with 64 elephant flows (most of its bytes in streams longer
+# than 1 MiB) replayed by tcpreplay at one fixed rate onto a veth pair in a
+# namespace of its own, captured in turn by streamcap flows -i with each
+# cutoff (discarding in user space, and with --xdp), libnids and tcpdump;
+# the machine's CPU while packets flow and the loss
+# (bench/results/xdp-cutoff.json, and xdp-cutoff.png with --plot). --xdp
+# needs the build with the xdp feature (clang, libbpf-dev): built here, last,
+# into the same target (the next run.sh builds the plain one again); where
+# it fails, the experiment runs without the --xdp rows.
+if [ "$XDP_CUTOFF" != 1 ]; then
+  say "skipping the XDP cutoff experiment (BENCH_XDP_CUTOFF=0)"
+elif [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null 2>&1; then
+  say "skipping the XDP cutoff experiment: needs root and iproute2 (network namespaces, veth)"
+else
+  XC_PCAP="$BENCH_WORK/campus-long-300000.pcap"
+  [ -s "$XC_PCAP" ] || "$BIN/streamcap-gen" campus -o "$XC_PCAP" --packets 300000 --seed 1 --elephants 64 >&2
+  cargo build --release -q -p streamcap-cli --features xdp >&2 ||
+    say "the streamcap build with --features xdp failed (see above): no --xdp rows"
+  XC_ARGS=(xdp-cutoff --streamcap "$BIN/streamcap" --pcap "$XC_PCAP" --peers "$PEERS"
+           --rate "${BENCH_XDP_CUTOFF_RATE:-0.5}" --json bench/results/xdp-cutoff.json)
+  [ "$PLOT" = 1 ] && XC_ARGS+=(--png bench/results/xdp-cutoff.png)
+  [ -n "${BENCH_WAIT_IDLE:-}" ] && XC_ARGS+=(--wait-idle "$BENCH_WAIT_IDLE")
+  "$BIN/streamcap-bench" "${XC_ARGS[@]}" || say "XDP cutoff experiment failed (see above)"
 fi

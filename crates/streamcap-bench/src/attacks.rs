@@ -153,7 +153,7 @@ fn int_after(s: &str, word: &str) -> Option<u64> {
 /// token that follows it: binary units as the summary's memory line prints
 /// them (`"32 MiB"`, `"6.2 KiB"`, `"512 B"`), decimal ones as its bytes
 /// line does (`"1.05 MB"`, `"3.4 kB"`).
-fn human_bytes(num: &str, unit: &str) -> Option<f64> {
+pub(crate) fn human_bytes(num: &str, unit: &str) -> Option<f64> {
     let n: f64 = num.parse().ok()?;
     let m = match unit.trim_end_matches(',') {
         "B" => 1.0,

@@ -73,6 +73,8 @@ pub struct CpuTicks {
     pub busy: u64,
     /// busy + idle + iowait.
     pub total: u64,
+    /// softirq alone (part of busy).
+    pub softirq: u64,
 }
 
 /// Reads /proc/stat.
@@ -96,6 +98,7 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTicks> {
     Some(CpuTicks {
         busy,
         total: busy + f(3) + f(4),
+        softirq: f(6),
     })
 }
 
@@ -170,10 +173,15 @@ mod tests {
         let c = parse_proc_stat(t).unwrap();
         assert_eq!(c.busy, 288_115 + 37_741 + 235 + 180);
         assert_eq!(c.total, c.busy + 104_281 + 1123);
+        assert_eq!(c.softirq, 235);
         // Old kernels have only four fields.
         assert_eq!(
             parse_proc_stat("cpu 1 2 3 4\n"),
-            Some(CpuTicks { busy: 6, total: 10 })
+            Some(CpuTicks {
+                busy: 6,
+                total: 10,
+                softirq: 0
+            })
         );
         assert_eq!(parse_proc_stat("cpu 1 2\n"), None);
         assert_eq!(parse_proc_stat("intr 5\n"), None);

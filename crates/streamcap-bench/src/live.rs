@@ -13,8 +13,8 @@
 use serde::Serialize;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// What one tool did at one rate.
 #[derive(Clone, Debug, Serialize)]
@@ -92,6 +92,8 @@ fn parse(args: &[String]) -> Result<Opts, String> {
 pub(crate) struct Netns(String);
 
 impl Netns {
+    /// Creates the namespace `scbench-PID` with the veth pair `sca` ↔
+    /// `scb` (MTU 9000, up, IPv6 off).
     pub(crate) fn new() -> Result<Netns, String> {
         let ns = Netns(format!("scbench-{}", std::process::id()));
         let steps: [&[&str]; 7] = [
@@ -126,6 +128,7 @@ impl Netns {
         Ok(ns)
     }
 
+    /// `ip netns exec NS ARGS...`: a command run in the namespace.
     pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.0]).args(args);
@@ -141,104 +144,142 @@ impl Drop for Netns {
 
 /// A capturing tool under test.
 #[derive(Copy, Clone)]
-enum Tool {
+pub(crate) enum Tool {
+    /// `streamcap flows -i scb -o /dev/null`.
     Streamcap,
+    /// `tcpdump -i scb -n -B 32768 -w /dev/null`.
     Tcpdump,
 }
 
 impl Tool {
-    fn name(self) -> &'static str {
+    /// The name in the tables.
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Tool::Streamcap => "streamcap flows -i",
             Tool::Tcpdump => "tcpdump -w /dev/null (-B 32768)",
         }
     }
+
+    /// The command capturing on `scb` in `ns`, and the text of the stderr
+    /// line that says it is capturing.
+    pub(crate) fn command(self, ns: &Netns, streamcap: &Path) -> (Command, &'static str) {
+        match self {
+            Tool::Streamcap => (
+                ns.cmd(&[
+                    streamcap.to_str().unwrap_or_default(),
+                    "flows",
+                    "-i",
+                    "scb",
+                    "-o",
+                    "/dev/null",
+                ]),
+                "capturing on",
+            ),
+            // The same 32 MiB of kernel buffer as streamcap's default ring.
+            Tool::Tcpdump => (
+                ns.cmd(&[
+                    "tcpdump",
+                    "-i",
+                    "scb",
+                    "-n",
+                    "-B",
+                    "32768",
+                    "-w",
+                    "/dev/null",
+                ]),
+                "listening on",
+            ),
+        }
+    }
+
+    /// (received, dropped) from the tool's report on stderr: packets its
+    /// socket received, drops included (the kernel's count), and those the
+    /// kernel dropped there; 0 where the report lacks one.
+    pub(crate) fn counters(self, text: &str) -> (u64, u64) {
+        let num_before = |suffix: &str| -> u64 {
+            text.lines()
+                .find_map(|l| {
+                    let i = l.find(suffix)?;
+                    l[..i].split_whitespace().last()?.parse().ok()
+                })
+                .unwrap_or(0)
+        };
+        match self {
+            Tool::Streamcap => (
+                num_before(" passed the kernel filter"),
+                num_before(" dropped by the kernel"),
+            ),
+            Tool::Tcpdump => (
+                num_before(" packets received by filter"),
+                num_before(" packets dropped by kernel"),
+            ),
+        }
+    }
 }
 
-/// Starts the tool on `scb`; returns when it is capturing.
-fn start(
-    ns: &Netns,
-    tool: Tool,
-    streamcap: &Path,
-) -> Result<(Child, BufReader<std::process::ChildStderr>), String> {
-    let mut cmd = match tool {
-        Tool::Streamcap => ns.cmd(&[
-            streamcap.to_str().unwrap_or_default(),
-            "flows",
-            "-i",
-            "scb",
-            "-o",
-            "/dev/null",
-        ]),
-        // The same 32 MiB of kernel buffer as streamcap's default ring.
-        Tool::Tcpdump => ns.cmd(&[
-            "tcpdump",
-            "-i",
-            "scb",
-            "-n",
-            "-B",
-            "32768",
-            "-w",
-            "/dev/null",
-        ]),
-    };
+/// A receiver started by [`spawn_ready`], capturing.
+pub(crate) struct Running {
+    /// The process (`ip netns exec` execs the tool: this is its pid).
+    pub(crate) child: Child,
+    /// Its stderr, past the line that said it is capturing.
+    pub(crate) err: BufReader<ChildStderr>,
+    /// When it was started.
+    pub(crate) started: Instant,
+}
+
+/// Starts `cmd` (stdin and stdout null, stderr piped) and returns when a
+/// line of its stderr contains `ready`; when it exits first, the error
+/// quotes what it wrote (`name` names it).
+pub(crate) fn spawn_ready(mut cmd: Command, name: &str, ready: &str) -> Result<Running, String> {
+    let started = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", tool.name()))?;
-    let stderr = child.stderr.take().ok_or("no stderr")?;
-    let mut r = BufReader::new(stderr);
+        .map_err(|e| format!("cannot start {name}: {e}"))?;
+    let stderr = child
+        .stderr
+        .take()
+        .ok_or_else(|| format!("{name}: no stderr pipe"))?;
+    let mut err = BufReader::new(stderr);
+    let mut said = String::new();
     let mut line = String::new();
-    let ready = match tool {
-        Tool::Streamcap => "capturing on",
-        Tool::Tcpdump => "listening on",
-    };
     loop {
         line.clear();
-        match r.read_line(&mut line) {
+        match err.read_line(&mut line) {
             Ok(0) | Err(_) => {
                 let _ = child.kill();
-                return Err(format!("{} did not start", tool.name()));
+                let status = child.wait().map_or("?".into(), |s| s.to_string());
+                return Err(format!("{name} did not start ({status}): {}", said.trim()));
             }
             Ok(_) if line.contains(ready) => break,
-            Ok(_) => {}
+            Ok(_) => said.push_str(&line),
         }
     }
-    Ok((child, r))
+    Ok(Running {
+        child,
+        err,
+        started,
+    })
+}
+
+/// Starts the tool on `scb`; returns when it is capturing.
+fn start(ns: &Netns, tool: Tool, streamcap: &Path) -> Result<Running, String> {
+    let (cmd, ready) = tool.command(ns, streamcap);
+    spawn_ready(cmd, tool.name(), ready)
 }
 
 /// Stops the tool with SIGINT and reads (received, dropped) from its report.
-fn stop(
-    mut child: Child,
-    mut err: BufReader<std::process::ChildStderr>,
-    tool: Tool,
-) -> Result<(u64, u64), String> {
+fn stop(mut run: Running, tool: Tool) -> (u64, u64) {
     std::thread::sleep(Duration::from_millis(500));
     let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args(["-INT", &run.child.id().to_string()])
         .status();
     let mut text = String::new();
-    let _ = std::io::Read::read_to_string(&mut err, &mut text);
-    let _ = child.wait();
-    let num_before = |suffix: &str| -> Option<u64> {
-        text.lines().find_map(|l| {
-            let i = l.find(suffix)?;
-            l[..i].split_whitespace().last()?.parse().ok()
-        })
-    };
-    match tool {
-        Tool::Streamcap => Some((
-            num_before(" passed the kernel filter").unwrap_or(0),
-            num_before(" dropped by the kernel").unwrap_or(0),
-        )),
-        Tool::Tcpdump => Some((
-            num_before(" packets received by filter").unwrap_or(0),
-            num_before(" packets dropped by kernel").unwrap_or(0),
-        )),
-    }
-    .ok_or_else(|| format!("{}: no counters in its report: {text}", tool.name()))
+    let _ = std::io::Read::read_to_string(&mut run.err, &mut text);
+    let _ = run.child.wait();
+    tool.counters(&text)
 }
 
 /// Replays `frames` frames at `pps`; returns (sent, achieved pps).
@@ -292,9 +333,9 @@ pub fn cmd_live(args: &[String]) -> Result<(), String> {
     for tool in tools {
         let mut steps = Vec::new();
         for &rate in &o.rates {
-            let (child, err) = start(&ns, tool, &o.streamcap)?;
+            let running = start(&ns, tool, &o.streamcap)?;
             let sent = replay(&ns, &o, rate);
-            let (received, dropped) = stop(child, err, tool)?;
+            let (received, dropped) = stop(running, tool);
             let (sent, sent_pps) = sent?;
             steps.push(Step {
                 asked_pps: rate,

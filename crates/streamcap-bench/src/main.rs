@@ -14,6 +14,9 @@
 //!                          [--chunk BYTES] [--high FILTER] [--rounds N]
 //! streamcap-bench overload-live --pcap FILE --peers DIR --streamcap BIN
 //!                               [--rounds N] [--rates G,G,...,max] [--json FILE] [--tmp DIR]
+//! streamcap-bench xdp-cutoff --streamcap BIN --pcap FILE [--peers DIR] [--rate R]
+//!                            [--cutoffs C,C,...] [--packets N] [--wait-idle CPUS]
+//!                            [--json FILE] [--png FILE]
 //! streamcap-bench nids-rules --count N -o FILE [--seed S]
 //! streamcap-bench nids --streamcap BIN [--streamcap-plain BIN] [--peers DIR] [--suricata BIN|none] [--runs N]
 //!                      [--rules N,N,...] [--other-rules N,...] [--seed S] [--json FILE]
@@ -42,10 +45,12 @@ mod nids_rules;
 mod overload;
 mod overload_live;
 mod plot;
+mod replay_window;
 mod report;
 mod runner;
 mod stats;
 mod table;
+mod xdp_cutoff;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -114,6 +119,22 @@ usage:
       default 1) and by `streamcap flows -i --digest` with 1 analysis thread
       and inline; streams delivered as the same receiver delivers them from
       the file, kernel and veth drops; a Markdown table on stdout
+  streamcap-bench xdp-cutoff --streamcap BIN --pcap FILE [--peers DIR] [--rate R]
+                             [--cutoffs C,C,...] [--packets N] [--wait-idle CPUS]
+                             [--json FILE] [--png FILE]
+      (root, tcpreplay) Scap's cutoff experiment: FILE (first N packets)
+      replayed by tcpreplay at one fixed rate R (Gbit/s, or 500mbps,
+      70000pps; default 0.5) onto a veth pair in a namespace of its own,
+      captured in turn by `streamcap flows -i --cutoff C -o /dev/null`
+      (discard in user space) and the same with --xdp (skipped, with the
+      reason, where the build or the kernel has no XDP) for each cutoff
+      (default 0,1KiB,10KiB,100KiB,1MiB,unlimited), by libnids
+      (DIR/nids_analyse -n 0) and tcpdump -w /dev/null once each, and by
+      nothing (the replay's own cost, before and after); the whole
+      machine's CPU and softirq (/proc/stat) while packets flow, the
+      receiver's CPU seconds, packets lost (dropped in XDP counts as
+      handled); Markdown tables on stdout, every run in --json, CPU,
+      softirq and loss against the cutoff in --png; --wait-idle as for nids
   streamcap-bench nids-rules --count N -o FILE [--seed S]
       N content rules in Suricata syntax (tcp and some udp, 4-32 bytes, some
       nocase): the campus model's planted signatures, strings of its
@@ -168,6 +189,7 @@ fn main() -> ExitCode {
         Some("attacks") => attacks::cmd_attacks(&args[1..]),
         Some("overload") => overload::cmd_overload(&args[1..]),
         Some("overload-live") => overload_live::cmd_overload_live(&args[1..]),
+        Some("xdp-cutoff") => xdp_cutoff::cmd_xdp_cutoff(&args[1..]),
         Some("nids-rules") => nids_rules::cmd_nids_rules(&args[1..]),
         Some("nids") => nids::cmd_nids(&args[1..]),
         Some("apps") => apps::cmd_apps(&args[1..]),

@@ -29,12 +29,12 @@
 //! SHA-256); `--rounds 1` gives libnids the same cost per byte, and larger
 //! values load libnids only.
 
-use crate::live::Netns;
+use crate::live::{spawn_ready, Netns, Running};
 use serde::Serialize;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStderr, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Parsed options.
@@ -209,12 +209,20 @@ fn veth_dropped(ns: &Netns) -> u64 {
 }
 
 /// What tcpreplay reported.
-struct Sent {
-    packets: u64,
-    failed: u64,
-    seconds: f64,
-    gbps: f64,
-    cpu_s: f64,
+#[derive(Clone, Debug, Serialize)]
+pub struct Sent {
+    /// Packets sent.
+    pub packets: u64,
+    /// Packets it could not send.
+    pub failed: u64,
+    /// Seconds it took to send them.
+    pub seconds: f64,
+    /// Gbit/s it reached (its "Rated" line).
+    pub gbps: f64,
+    /// Packets per second it reached.
+    pub pps: f64,
+    /// CPU seconds it used (its rusage), preloading the file included.
+    pub cpu_s: f64,
 }
 
 /// Reads tcpreplay's summary.
@@ -227,6 +235,7 @@ fn parse_tcpreplay(text: &str) -> Sent {
         failed: 0,
         seconds: 0.0,
         gbps: 0.0,
+        pps: 0.0,
         cpu_s: 0.0,
     };
     for l in text.lines().map(str::trim) {
@@ -240,11 +249,13 @@ fn parse_tcpreplay(text: &str) -> Sent {
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0.0);
         } else if let Some(r) = l.strip_prefix("Rated:") {
-            s.gbps = r
-                .split(", ")
-                .find_map(|p| p.trim().strip_suffix(" Mbps"))
-                .and_then(|n| n.trim().parse::<f64>().ok())
-                .map_or(0.0, |m| m / 1000.0);
+            let rated = |unit: &str| {
+                r.split(", ")
+                    .find_map(|p| p.trim().strip_suffix(unit))
+                    .and_then(|n| n.trim().parse::<f64>().ok())
+            };
+            s.gbps = rated(" Mbps").map_or(0.0, |m| m / 1000.0);
+            s.pps = rated(" pps").unwrap_or(0.0);
         } else if let Some(r) = l.strip_prefix("Failed packets:") {
             s.failed = r.trim().parse().unwrap_or(0);
         }
@@ -258,21 +269,41 @@ fn replay(ns: &Netns, pcap: &Path, gbps: Option<f64>) -> Result<Sent, String> {
         Some(g) => format!("--mbps={:.1}", g * 1000.0),
         None => "--topspeed".into(),
     };
-    let cpu0 = cpu_of("self", true).unwrap_or(0.0) - cpu_of("self", false).unwrap_or(0.0);
+    tcpreplay(ns, pcap, &rate, None)
+}
+
+/// The CPU seconds of this process's waited-for children (their rusage).
+pub(crate) fn children_cpu() -> f64 {
+    cpu_of("self", true).unwrap_or(0.0) - cpu_of("self", false).unwrap_or(0.0)
+}
+
+/// Replays the trace on `sca` with `tcpreplay --preload-pcap --timer=nano`
+/// and the rate option `rate` (`--mbps=X`, `--pps=N` or `--topspeed`), at
+/// most `limit` packets of it (`--limit`).
+pub(crate) fn tcpreplay(
+    ns: &Netns,
+    pcap: &Path,
+    rate: &str,
+    limit: Option<u64>,
+) -> Result<Sent, String> {
+    let limit = limit.map(|n| format!("--limit={n}"));
+    let mut args = vec![
+        "tcpreplay",
+        "--intf1=sca",
+        "--preload-pcap",
+        // Sleeps between packets instead of tcpreplay's default busy
+        // wait on gettimeofday, which takes a whole core at any rate.
+        "--timer=nano",
+        rate,
+    ];
+    args.extend(limit.as_deref());
+    args.push(pcap.to_str().unwrap_or_default());
+    let cpu0 = children_cpu();
     let out = ns
-        .cmd(&[
-            "tcpreplay",
-            "--intf1=sca",
-            "--preload-pcap",
-            // Sleeps between packets instead of tcpreplay's default busy
-            // wait on gettimeofday, which takes a whole core at any rate.
-            "--timer=nano",
-            &rate,
-            pcap.to_str().unwrap_or_default(),
-        ])
+        .cmd(&args)
         .output()
         .map_err(|e| format!("cannot run tcpreplay: {e}"))?;
-    let cpu1 = cpu_of("self", true).unwrap_or(0.0) - cpu_of("self", false).unwrap_or(0.0);
+    let cpu1 = children_cpu();
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
@@ -281,13 +312,6 @@ fn replay(ns: &Netns, pcap: &Path, gbps: Option<f64>) -> Result<Sent, String> {
     let mut s = parse_tcpreplay(&text);
     s.cpu_s = (cpu1 - cpu0).max(0.0);
     Ok(s)
-}
-
-/// A running receiver.
-struct Running {
-    child: Child,
-    err: BufReader<ChildStderr>,
-    started: Instant,
 }
 
 /// Where a receiver writes its output for one run.
@@ -313,7 +337,7 @@ fn start(ns: &Netns, o: &Opts, r: Receiver) -> Result<Running, String> {
     let sc = o.streamcap.to_str().unwrap_or_default();
     let stats = stats_path(o);
     let stats = stats.to_str().unwrap_or_default();
-    let mut cmd = match r {
+    let cmd = match r {
         Receiver::Libnids => ns.cmd(&[
             nids.to_str().unwrap_or_default(),
             "-i",
@@ -337,39 +361,16 @@ fn start(ns: &Netns, o: &Opts, r: Receiver) -> Result<Running, String> {
             stats,
         ]),
     };
-    let started = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", r.name()))?;
-    let stderr = child.stderr.take().ok_or("no stderr")?;
-    let mut err = BufReader::new(stderr);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match err.read_line(&mut line) {
-            Ok(0) | Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{} did not start", r.name()));
-            }
-            Ok(_) if line.contains("capturing on") => break,
-            Ok(_) => {}
-        }
-    }
-    Ok(Running {
-        child,
-        err,
-        started,
-    })
+    spawn_ready(cmd, r.name(), "capturing on")
 }
 
 /// Waits until the receiver has used no CPU for half a second (it has
 /// drained the socket's buffer; at most 120 s), stops it with SIGINT and
-/// returns (its stderr, wall seconds, CPU seconds).
-fn stop(mut run: Running) -> (String, f64, f64) {
+/// returns (its stderr, wall seconds, CPU seconds). The CPU seconds are its
+/// rusage, its exit included (this process's children's times across the
+/// wait; nothing else may be reaped meanwhile), else the last sample of
+/// /proc/PID/stat before SIGINT.
+pub(crate) fn stop(mut run: Running) -> (String, f64, f64) {
     let pid = run.child.id().to_string();
     let limit = Instant::now() + Duration::from_secs(120);
     let mut last = cpu_of(&pid, false).unwrap_or(0.0);
@@ -382,11 +383,18 @@ fn stop(mut run: Running) -> (String, f64, f64) {
         }
         last = now;
     }
+    let before = children_cpu();
     let _ = Command::new("kill").args(["-INT", &pid]).status();
     let mut text = String::new();
     let _ = run.err.read_to_string(&mut text);
-    let _ = run.child.wait();
-    (text, run.started.elapsed().as_secs_f64(), last)
+    let waited = run.child.wait().is_ok();
+    let used = children_cpu() - before;
+    let cpu = if waited && used >= last - 0.02 {
+        used
+    } else {
+        last
+    };
+    (text, run.started.elapsed().as_secs_f64(), cpu)
 }
 
 /// One libnids stream: (client, server, end) and the bytes each side sent.
@@ -465,33 +473,47 @@ fn matched<T: PartialEq + Clone>(
 }
 
 /// The number after `key=` in a nids_analyse stderr line.
-fn field(text: &str, key: &str) -> Option<u64> {
+pub(crate) fn field(text: &str, key: &str) -> Option<u64> {
     text.split_whitespace()
         .find_map(|w| w.strip_prefix(key))
         .and_then(|n| n.parse().ok())
 }
 
+/// Why the experiment `name` cannot replay here (not root, no
+/// tcpreplay), if it cannot.
+pub(crate) fn cannot_replay(name: &str) -> Option<String> {
+    if !is_root() {
+        return Some(format!(
+            "{name} needs root (network namespace and veth pair)"
+        ));
+    }
+    match Command::new("tcpreplay").arg("--version").output() {
+        Ok(out) if out.status.success() => None,
+        _ => Some("tcpreplay is not installed (scripts/install-deps.sh --bench)".into()),
+    }
+}
+
+/// The libnids peer `nids_analyse` in `peers`, or why it is not there.
+pub(crate) fn nids_analyse(peers: &Path) -> Result<PathBuf, String> {
+    let nids = peers.join("nids_analyse");
+    if nids.is_file() {
+        Ok(nids)
+    } else {
+        Err(format!(
+            "{} not found (bench/run.sh builds it: cc bench/peers/nids_analyse.c -lnids -lpcap -lcrypto)",
+            nids.display()
+        ))
+    }
+}
+
 /// Runs the experiment and prints the tables.
 pub fn cmd_overload_live(args: &[String]) -> Result<(), String> {
     let o = parse(args)?;
-    if !is_root() {
-        println!("skipped: overload-live needs root (network namespace and veth pair)");
+    if let Some(why) = cannot_replay("overload-live") {
+        println!("skipped: {why}");
         return Ok(());
     }
-    match Command::new("tcpreplay").arg("--version").output() {
-        Ok(out) if out.status.success() => {}
-        _ => {
-            println!("skipped: tcpreplay is not installed (scripts/install-deps.sh --bench)");
-            return Ok(());
-        }
-    }
-    let nids = o.peers.join("nids_analyse");
-    if !nids.is_file() {
-        return Err(format!(
-            "{} not found (bench/run.sh builds it: cc bench/peers/nids_analyse.c -lnids -lpcap -lcrypto)",
-            nids.display()
-        ));
-    }
+    let nids = nids_analyse(&o.peers)?;
     let load_before = std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
         .trim()

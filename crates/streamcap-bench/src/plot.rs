@@ -168,17 +168,99 @@ pub fn lines_scaled(
     draw_lines(path, title, labels, series, logs, (headroom, true))
 }
 
-/// The line chart; `legend_top`: the legend in the upper right corner
-/// (else plotters' default place, the middle of the right edge).
+/// One chart of [`panels`].
+pub struct Panel<'a> {
+    /// The chart's title.
+    pub title: String,
+    /// The x and y axis descriptions.
+    pub labels: (&'a str, &'a str),
+    /// The lines; with `x_names`, x is the index of a name.
+    pub series: Vec<Series>,
+    /// Names of x = 0, 1, 2, ... (a categorical x axis); empty: numeric.
+    pub x_names: Vec<String>,
+    /// The y axis' top, in times the highest point (room for the legend).
+    pub headroom: f64,
+    /// The y axis' top at the least (a chart of zeros gets a readable axis).
+    pub min_top: f64,
+}
+
+/// Line charts one above the other in one image (linear axes, the legend
+/// in each chart's upper right corner).
+pub fn panels(path: &Path, panels: &[Panel]) -> Result<(), String> {
+    let text = register_font();
+    let root =
+        BitMapBackend::new(path, (900, 480 * panels.len().max(1) as u32)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    for (p, area) in panels
+        .iter()
+        .zip(root.split_evenly((panels.len().max(1), 1)))
+    {
+        let style = LineStyle {
+            logs: (false, false),
+            headroom: p.headroom,
+            min_top: p.min_top,
+            legend_top: true,
+            x_names: &p.x_names,
+            text,
+        };
+        draw_on(&area, &p.title, p.labels, &p.series, &style)?;
+    }
+    root.present().map_err(|e| e.to_string())
+}
+
+/// How [`draw_on`] draws a chart.
+struct LineStyle<'a> {
+    /// Logarithmic x and y axes.
+    logs: (bool, bool),
+    /// A linear y axis' top, in times the highest point.
+    headroom: f64,
+    /// A linear y axis' top at the least.
+    min_top: f64,
+    /// The legend in the upper right corner (else plotters' default place,
+    /// the middle of the right edge).
+    legend_top: bool,
+    /// Names of x = 0, 1, 2, ... (a categorical x axis); empty: numeric.
+    x_names: &'a [String],
+    /// A font was found: titles, labels and legends are drawn.
+    text: bool,
+}
+
+/// The line chart alone in an image.
 fn draw_lines(
     path: &Path,
     title: &str,
-    (x_label, y_label): (&str, &str),
+    labels: (&str, &str),
     series: &[Series],
-    (log_x, log_y): (bool, bool),
+    logs: (bool, bool),
     (headroom, legend_top): (f64, bool),
 ) -> Result<(), String> {
-    let text = register_font();
+    let style = LineStyle {
+        logs,
+        headroom,
+        min_top: 1e-9,
+        legend_top,
+        x_names: &[],
+        text: register_font(),
+    };
+    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    draw_on(&root, title, labels, series, &style)?;
+    root.present().map_err(|e| e.to_string())
+}
+
+/// A line chart (with a marker at each point) on `area`.
+fn draw_on<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    title: &str,
+    (x_label, y_label): (&str, &str),
+    series: &[Series],
+    style: &LineStyle,
+) -> Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let (log_x, log_y) = style.logs;
+    let text = style.text;
     // A logarithmic axis is drawn as a linear one over log10 of the value,
     // labelled with the powers of ten.
     let names = series.iter().map(|s| &s.name);
@@ -194,7 +276,9 @@ fn draw_lines(
         })
         .collect();
     let pts = || series.iter().flatten().copied();
-    let (xmin, xmax) = if log_x {
+    let (xmin, xmax) = if !style.x_names.is_empty() {
+        (-0.5, style.x_names.len() as f64 - 0.5)
+    } else if log_x {
         let lo = pts().map(|p| p.0).fold(f64::INFINITY, f64::min);
         let hi = pts().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
         if lo.is_finite() && hi.is_finite() {
@@ -214,12 +298,10 @@ fn draw_lines(
     } else {
         (
             0.0,
-            pts().map(|p| p.1).fold(0.0f64, f64::max).max(1e-9) * headroom,
+            (pts().map(|p| p.1).fold(0.0f64, f64::max) * style.headroom).max(style.min_top),
         )
     };
-    let root = BitMapBackend::new(path, (900, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let mut cb = ChartBuilder::on(&root);
+    let mut cb = ChartBuilder::on(area);
     cb.margin(15)
         .x_label_area_size(if text { 40 } else { 5 })
         .y_label_area_size(if text { 70 } else { 5 });
@@ -240,15 +322,33 @@ fn draw_lines(
                 String::new()
             }
         };
-        chart
-            .configure_mesh()
-            .x_desc(x_label)
+        // Categorical x: the name at each whole x.
+        let x_name = |x: &f64| {
+            let i = x.round();
+            match style.x_names.get(i as usize) {
+                Some(n) if (x - i).abs() < 1e-6 && i >= 0.0 => n.clone(),
+                _ => String::new(),
+            }
+        };
+        let x_format: &dyn Fn(&f64) -> String = if !style.x_names.is_empty() {
+            &x_name
+        } else if log_x {
+            &x_power
+        } else {
+            &plain
+        };
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(x_label)
             .y_desc(y_label)
-            .x_label_formatter(if log_x { &x_power } else { &plain })
+            .x_label_formatter(x_format)
             .y_label_formatter(if log_y { &power } else { &plain })
-            .label_style(("sans-serif", 12))
-            .draw()
-            .map_err(|e| e.to_string())?;
+            .label_style(("sans-serif", 12));
+        if !style.x_names.is_empty() {
+            // One label a name: plotters puts them at whole x when there
+            // are as many as names (one more for the range's half steps).
+            mesh.x_labels(style.x_names.len() + 1);
+        }
+        mesh.draw().map_err(|e| e.to_string())?;
     }
     for (i, (points, s)) in series.iter().zip(names).enumerate() {
         let c = COLORS[i % COLORS.len()];
@@ -266,7 +366,7 @@ fn draw_lines(
     }
     if text {
         let mut legend = chart.configure_series_labels();
-        if legend_top {
+        if style.legend_top {
             legend.position(SeriesLabelPosition::UpperRight);
         }
         legend
@@ -276,7 +376,7 @@ fn draw_lines(
             .draw()
             .map_err(|e| e.to_string())?;
     }
-    root.present().map_err(|e| e.to_string())
+    Ok(())
 }
 
 #[cfg(test)]
@@ -303,6 +403,23 @@ mod tests {
                 .map(|m| m.len() > 1000)
                 .unwrap_or(false));
         }
+        let names: Vec<String> = ["0", "1KiB", "unlimited"].map(String::from).to_vec();
+        let p = dir.join("panels.png");
+        let panel = |title: &str| Panel {
+            title: title.into(),
+            labels: ("cutoff", "%"),
+            series: vec![Series {
+                name: "a".into(),
+                points: vec![(0.0, 1.0), (1.0, 3.0), (2.0, 2.0)],
+            }],
+            x_names: names.clone(),
+            headroom: 1.3,
+            min_top: 1.0,
+        };
+        panels(&p, &[panel("one"), panel("two")]).expect("drawn");
+        assert!(std::fs::metadata(&p)
+            .map(|m| m.len() > 1000)
+            .unwrap_or(false));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
