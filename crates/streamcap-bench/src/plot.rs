@@ -313,7 +313,8 @@ where
         .map_err(|e| e.to_string())?;
     if text {
         let power = |y: &f64| format!("1e{}", y.round());
-        let plain = |y: &f64| format!("{y}");
+        // Rounded to 6 decimals: no 0.30000000000000004 from the steps.
+        let plain = |y: &f64| format!("{}", (y * 1e6).round() / 1e6 + 0.0);
         // Log x: a label at each power of ten only (10^x, x whole).
         let x_power = |x: &f64| {
             if (x - x.round()).abs() < 1e-6 {
