@@ -119,6 +119,28 @@ pub(crate) fn run<A: RunApp>(
         Ok(cap) => cap,
         Err(e) => return usage(e),
     };
+    // The XDP stage goes on before the sockets open and comes off when
+    // `xdp` is dropped at the end of the run (or with the process).
+    let xdp = match crate::xdp::attach(&c, &iface) {
+        Ok(x) => x,
+        Err(e) => return usage(e),
+    };
+    let capture = match &xdp {
+        Some(x) => {
+            let cfg = capture.config();
+            let limited = [cfg.cutoff, cfg.cutoff_orig, cfg.cutoff_resp]
+                .iter()
+                .any(Option::is_some)
+                || !cfg.cutoff_classes.is_empty();
+            if !limited && !c.quiet {
+                eprintln!(
+                    "streamcap: --xdp: no cutoff is set, so only streams the application discards are dropped in XDP"
+                );
+            }
+            capture.with_subzero(x.config())
+        }
+        None => capture,
+    };
     let failure: SharedFailure = Arc::new(Failure::default());
     let par = Parallel {
         workers,
@@ -146,8 +168,11 @@ pub(crate) fn run<A: RunApp>(
         let group = live.fanout.map_or(String::new(), |f| {
             format!(", fan-out group {} ({})", f.group, f.mode)
         });
+        let xdp_mode = xdp.as_ref().map_or(String::new(), |x| {
+            format!(", XDP flow drop in {} mode", x.outcome().mode)
+        });
         eprintln!(
-            "streamcap: capturing on {iface} ({workers} worker{}{group}); Ctrl-C to stop",
+            "streamcap: capturing on {iface} ({workers} worker{}{group}{xdp_mode}); Ctrl-C to stop",
             if workers == 1 { "" } else { "s" }
         );
     }
@@ -195,6 +220,9 @@ pub(crate) fn run<A: RunApp>(
         return code;
     }
     let kernel = total_kernel_stats(report.kernel.iter());
+    // The program comes off when the last handle to it (this one and the
+    // capture's) is dropped, at the end of this function.
+    let xdp_outcome = xdp.map(|x| x.outcome());
     // Packets the filter let through: counted by the kernel, or on `any` by
     // each worker's filter.
     let mut matched = kernel.packets;
@@ -224,6 +252,7 @@ pub(crate) fn run<A: RunApp>(
         classify: report.classify.take(),
         dns_records: report.dns_records.take(),
         http: report.http.take(),
+        xdp: xdp_outcome,
         wall,
     };
     let source = format!("interface {iface}");

@@ -26,6 +26,7 @@ mod stats_json;
 mod tap;
 mod tcpflow;
 mod with;
+mod xdp;
 mod zeek;
 
 use args::CpuList;
@@ -417,6 +418,35 @@ struct Common {
     /// Live: do not put the interface into promiscuous mode (as tcpdump -p).
     #[arg(short = 'p', long = "no-promiscuous-mode")]
     no_promisc: bool,
+    /// Live: drop the packets of streams past their cutoff (or discarded)
+    /// in XDP, before the kernel stack and the capture socket, counting them
+    /// so that records stay exact (subzero copy; docs/xdp.md). `--xdp` (or
+    /// `--xdp=on`) requires it and exits 2 with the reason when it cannot be
+    /// used; `--xdp=auto` uses it when it can. Needs root and a build with
+    /// `--features xdp`.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "on"
+    )]
+    xdp: Option<xdp::XdpWhen>,
+    /// Live, --xdp: where the program runs: auto (the driver's own hook
+    /// where it has one, else the generic hook), native or generic.
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    xdp_mode: String,
+    /// Live, --xdp: stream directions the XDP map holds at once (about 160
+    /// bytes of kernel memory each); a stream that finds it full is
+    /// discarded in user space.
+    #[arg(long, value_name = "N", default_value_t = 65_536)]
+    xdp_entries: u32,
+    /// Live, --xdp: seconds before a stream's entry is taken back and its
+    /// counts added; a stream still active is listed again with twice the
+    /// timeout (Scap V-E).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    xdp_timeout: f64,
     /// Write the records to PATH (not the input file). [default: stdout]
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     output: Option<PathBuf>,

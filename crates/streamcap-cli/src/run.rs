@@ -532,6 +532,8 @@ pub(crate) struct Outcome {
     pub dns_records: Option<u64>,
     /// The HTTP analyser's counters, when it ran.
     pub http: Option<streamcap_apps::http::HttpStats>,
+    /// The XDP stage's counters, when `--xdp` was in use.
+    pub xdp: Option<crate::xdp::XdpOutcome>,
     pub wall: f64,
 }
 
@@ -563,6 +565,9 @@ pub(crate) fn run<A: RunApp>(
     }
     if c.chunk == Some(0) {
         return usage("--chunk 0: the chunk size must be at least 1 byte");
+    }
+    if c.xdp.is_some() && c.interface.is_none() {
+        return usage("--xdp: XDP drops packets on a live interface (-i), not in a file");
     }
     // Paced replay of a file (--rate, --speed): refused where it cannot apply.
     let pace = c.rate.or(c.speed);
@@ -781,6 +786,7 @@ pub(crate) fn run<A: RunApp>(
             Vec::new()
         },
         kernel: None,
+        xdp: None,
         analysis: report.analysis.take(),
         nids: report.nids.take(),
         classify: report.classify.take(),
@@ -954,6 +960,13 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel, app: &impl RunA
         let _ = writeln!(
             e,
             "  kernel       {received} passed the kernel filter, {dropped} dropped by the kernel (ring full), {freezes} queue freezes"
+        );
+    }
+    if let Some(x) = &o.xdp {
+        let _ = writeln!(
+            e,
+            "  xdp          {}",
+            crate::xdp::summary_line(x, &s.subzero)
         );
     }
     if let Some(p) = &s.pace {

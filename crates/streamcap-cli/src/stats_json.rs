@@ -65,6 +65,20 @@ pub fn value(source: &str, o: &Outcome, base_threshold: f64) -> Value {
             "stall_s": a.stall_ns as f64 / 1e9,
         })
     });
+    let xdp = o.xdp.as_ref().map(|x| {
+        let z = &s.subzero;
+        json!({
+            "mode": x.mode,
+            "dropped_packets": x.pkts,
+            "dropped_bytes": x.bytes,
+            "listed": z.installed,
+            "listed_again": z.reinstalled,
+            "timed_out": z.timed_out,
+            "map_full": z.map_full,
+            "failed": z.failed,
+            "capacity": x.capacity,
+        })
+    });
     let kernel = o.kernel.map(|(received, dropped, freezes)| {
         json!({"received": received, "dropped": dropped, "freezes": freezes})
     });
@@ -81,6 +95,7 @@ pub fn value(source: &str, o: &Outcome, base_threshold: f64) -> Value {
         },
         "ring": ring,
         "kernel": kernel,
+        "xdp": xdp,
         "wire_bytes": s.wire_bytes,
         "flows": {
             "created": by_proto,

@@ -710,6 +710,15 @@ impl CaptureBuilder {
     }
 }
 
+impl Capture {
+    /// This capture with subzero copy ([`crate::subzero`]): its workers list
+    /// the streams past their cutoff in `s`'s map.
+    pub fn with_subzero(mut self, s: crate::subzero::SubzeroConfig) -> Capture {
+        self.cfg.subzero = Some(s);
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

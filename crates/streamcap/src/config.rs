@@ -118,6 +118,9 @@ pub struct Config {
     pub max_ooo_segments: usize,
     /// A segment starting further than this past the delivery point is ignored and flagged `bad_seq`.
     pub max_seq_jump: u64,
+    /// Subzero copy: drop the packets of streams past their cutoff before
+    /// they reach the capture socket ([`crate::subzero`]); `None`: off.
+    pub subzero: Option<crate::subzero::SubzeroConfig>,
     /// IP fragment reassembly settings.
     pub defrag: DefragConfig,
     /// Measure the wall time spent in each stream's callbacks
@@ -164,6 +167,7 @@ impl Default for Config {
             close_linger: 5 * SEC,
             time_wait: 240 * SEC,
             active_timeout: None,
+            subzero: None,
             max_flows: 1 << 20,
             max_ooo_bytes: 1 << 20,
             max_ooo_segments: 2048,

@@ -83,6 +83,7 @@ pub mod huge_pages;
 pub mod reassembly;
 pub mod source;
 pub mod stats;
+pub mod subzero;
 pub mod time;
 
 pub use capture::{Capture, CaptureBuilder, Progress, Report, RunHooks, Verdict};

@@ -106,6 +106,8 @@ pub struct GlobalStats {
     /// What pacing measured (the ring, the capture stage's idle time and
     /// lateness); `None` when the input was not paced.
     pub pace: Option<PaceStats>,
+    /// Subzero copy: what the workers did with the flow-drop map.
+    pub subzero: crate::subzero::SubzeroStats,
 }
 
 impl GlobalStats {
@@ -173,6 +175,7 @@ impl GlobalStats {
         self.overload.add(&o.overload);
         self.ring_drops += o.ring_drops;
         self.ring_drop_bytes += o.ring_drop_bytes;
+        self.subzero.add(&o.subzero);
         self.pace = match (self.pace, o.pace) {
             (Some(mut a), Some(b)) => {
                 a.merge(&b);

@@ -431,6 +431,12 @@ impl<H: Handler> Worker<H> {
         ip_len: u32,
     ) {
         self.stats.proto_packets[ProtoClass::of(proto) as usize] += 1;
+        let subzero = self.cfg.subzero.is_some();
+        if subzero {
+            let control =
+                matches!(t, Transport::Tcp(s) if s.flags.syn() || s.flags.fin() || s.flags.rst());
+            self.subzero_before(flow, control);
+        }
         match t {
             Transport::Tcp(seg) => self.handle_tcp(frame, seg, flow, ip_len),
             Transport::Udp(u) => self.handle_datagram(
@@ -453,6 +459,9 @@ impl<H: Handler> Worker<H> {
                 payload,
                 payload_wire_len,
             } => self.handle_datagram(frame, flow, Kind::Other, payload, *payload_wire_len, ip_len),
+        }
+        if subzero {
+            self.subzero_after(flow);
         }
     }
 

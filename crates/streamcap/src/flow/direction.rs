@@ -65,6 +65,8 @@ pub(crate) struct Ext {
     /// Created at the first byte buffered (inline: a payload packet reaches
     /// it through one pointer, the extension's).
     pub(crate) buf: Option<ChunkBuf>,
+    /// This direction's entry in the flow-drop map (subzero copy).
+    pub(crate) subzero: crate::subzero::Entry,
 }
 
 pub(crate) static NO_SEQ: TcpSeq = TcpSeq {
@@ -179,6 +181,7 @@ impl<S> DirState<S> {
             tcp: TcpSeq::default(),
             buf: None,
             ooo: None,
+            subzero: Default::default(),
         }));
     }
     /// Counts packets and their IP bytes.

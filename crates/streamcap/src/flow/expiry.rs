@@ -6,6 +6,7 @@ use crate::deliver::context::cx;
 use crate::deliver::{DataReason, EndReason, FlowEnd, Handler};
 use crate::dispatch::Worker;
 use crate::flow::conn::pair;
+use crate::subzero::SUBZERO_A;
 use crate::time::Timestamp;
 use std::cmp::Reverse;
 
@@ -23,7 +24,9 @@ impl<H: Handler> Worker<H> {
             match side {
                 0 => self.flush_stream(slot, id, Side::A),
                 1 => self.flush_stream(slot, id, Side::B),
-                _ => self.active_update(slot, id, deadline),
+                ACTIVE => self.active_update(slot, id, deadline),
+                SUBZERO_A => self.subzero_due(slot, id, Side::A, deadline),
+                _ => self.subzero_due(slot, id, Side::B, deadline),
             }
         }
         let lists = [
@@ -39,6 +42,10 @@ impl<H: Handler> Worker<H> {
                 if deadline > now {
                     next = next.min(deadline);
                     break;
+                }
+                if self.cfg.subzero.is_some() && self.subzero_refresh(idx, list, timeout) {
+                    // Packets dropped early show it is not idle.
+                    continue;
                 }
                 self.terminate(idx, EndReason::Timeout);
             }
@@ -88,6 +95,9 @@ impl<H: Handler> Worker<H> {
             return;
         };
         let now = self.now.0;
+        if self.cfg.subzero.is_some() && self.table.get(slot).is_some_and(|c| c.conn_id == id) {
+            self.subzero_sync(slot);
+        }
         let Some((key, conn)) = self.table.entry_mut(slot) else {
             return;
         };

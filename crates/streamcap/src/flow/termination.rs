@@ -19,6 +19,9 @@ pub(crate) const FINISH_AHEAD: usize = 8;
 impl<H: Handler> Worker<H> {
     /// Ends a connection: final data, termination events, flow-end event.
     pub(crate) fn terminate(&mut self, idx: u32, reason: EndReason) {
+        if self.cfg.subzero.is_some() {
+            self.subzero_take_all(idx);
+        }
         let Some((key, mut conn)) = self.table.remove(idx) else {
             return;
         };

@@ -9,7 +9,7 @@
 //! interpret the bytes beyond the link type; [`crate::decode`] does that.
 
 #[cfg(target_os = "linux")]
-mod afpacket;
+pub(crate) mod afpacket;
 mod error;
 mod file;
 #[cfg(target_os = "linux")]

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: (MIT OR Apache-2.0) AND GPL-2.0-only
+//
+// streamcap's subzero-copy stage (Scap, section V-E, in XDP form).
+//
+// User space lists one direction of a connection in `flows` once its
+// stream is past its cutoff (or discarded). This program then drops that
+// direction's packets that carry neither SYN, FIN nor RST before the kernel
+// allocates anything for them, and counts what it dropped in the entry:
+// packets, IP bytes, payload bytes, payload-carrying packets, the highest
+// TCP sequence number reached and the time of the last one. User space
+// reads and removes the entry (BPF_MAP_LOOKUP_AND_DELETE_ELEM) when the
+// connection ends or the entry times out, and adds the counts to the
+// stream's, so flow records stay exact.
+//
+// Everything else passes: packets of flows not listed, SYN, FIN and RST,
+// IP fragments, IPv6 with extension headers, other protocols, and frames
+// too short to parse.
+//
+// The key layout must match `DropKey` in src/subzero/mod.rs.
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+/// One direction of a flow, as the packet carries it.
+struct drop_key {
+    __u8 src[16];     // IPv4 in the first 4 bytes, the rest zero
+    __u8 dst[16];
+    __u32 vlan;       // (outer VLAN id + 1) << 16 | (inner VLAN id + 1), 0 without tags
+    __u16 sport;      // host byte order
+    __u16 dport;
+    __u8 proto;       // IPPROTO_TCP or IPPROTO_UDP
+    __u8 v6;          // 1 for IPv6
+    __u8 pad[2];
+};
+
+/// What was dropped for one key since it was listed.
+struct drop_counts {
+    __u64 pkts;       // packets dropped
+    __u64 bytes;      // their IP length (header and payload)
+    __u64 payload;    // their transport payload bytes
+    __u64 data_pkts;  // of them, packets with payload
+    __u64 last_ns;    // bpf_ktime_get_ns() of the last one (CLOCK_MONOTONIC)
+    __u32 max_end;    // TCP: the highest sequence number + payload length of a segment with payload
+    __u32 seq_valid;  // whether max_end is set
+};
+
+/// Everything dropped, on this CPU.
+struct drop_totals {
+    __u64 pkts;
+    __u64 bytes;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 65536); // set by user space before loading
+    __type(key, struct drop_key);
+    __type(value, struct drop_counts);
+} flows SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct drop_totals);
+} totals SEC(".maps");
+
+#define ETH_P_8021Q_ 0x8100
+#define ETH_P_8021AD_ 0x88A8
+#define IP_MF_ 0x2000
+#define IP_OFFSET_ 0x1FFF
+
+static __always_inline int parse_vlan(void **cursor, void *end, __u16 *proto, __u32 *vid)
+{
+    struct vlan_hdr {
+        __be16 tci;
+        __be16 proto;
+    } *v = *cursor;
+    if ((void *)(v + 1) > end)
+        return -1;
+    *vid = (bpf_ntohs(v->tci) & 0x0FFF) + 1;
+    *proto = bpf_ntohs(v->proto);
+    *cursor = v + 1;
+    return 0;
+}
+
+SEC("xdp.frags")
+int flow_drop(struct xdp_md *ctx)
+{
+    void *data = (void *)(long)ctx->data;
+    void *end = (void *)(long)ctx->data_end;
+    struct ethhdr *eth = data;
+    if ((void *)(eth + 1) > end)
+        return XDP_PASS;
+
+    struct drop_key key = {};
+    void *cursor = eth + 1;
+    __u16 proto = bpf_ntohs(eth->h_proto);
+    __u32 outer = 0, inner = 0;
+    if (proto == ETH_P_8021Q_ || proto == ETH_P_8021AD_) {
+        if (parse_vlan(&cursor, end, &proto, &outer))
+            return XDP_PASS;
+        if (proto == ETH_P_8021Q_ || proto == ETH_P_8021AD_) {
+            if (parse_vlan(&cursor, end, &proto, &inner))
+                return XDP_PASS;
+        }
+    }
+    key.vlan = (outer << 16) | inner;
+
+    __u32 ip_len, l4_off;
+    __u8 l4;
+    if (proto == ETH_P_IP) {
+        struct iphdr *ip = cursor;
+        if ((void *)(ip + 1) > end)
+            return XDP_PASS;
+        if (ip->ihl < 5 || (bpf_ntohs(ip->frag_off) & (IP_MF_ | IP_OFFSET_)))
+            return XDP_PASS;
+        ip_len = bpf_ntohs(ip->tot_len);
+        l4_off = ip->ihl * 4;
+        l4 = ip->protocol;
+        __builtin_memcpy(key.src, &ip->saddr, 4);
+        __builtin_memcpy(key.dst, &ip->daddr, 4);
+    } else if (proto == ETH_P_IPV6) {
+        struct ipv6hdr *ip6 = cursor;
+        if ((void *)(ip6 + 1) > end)
+            return XDP_PASS;
+        ip_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
+        l4_off = sizeof(*ip6);
+        l4 = ip6->nexthdr;
+        __builtin_memcpy(key.src, &ip6->saddr, 16);
+        __builtin_memcpy(key.dst, &ip6->daddr, 16);
+        key.v6 = 1;
+    } else {
+        return XDP_PASS;
+    }
+    if (l4 != IPPROTO_TCP && l4 != IPPROTO_UDP)
+        return XDP_PASS;
+    if (l4_off > 60 || ip_len < l4_off)
+        return XDP_PASS;
+    void *l4h = cursor + l4_off;
+    key.proto = l4;
+
+    __u32 payload, seq = 0;
+    int has_seq = 0;
+    if (l4 == IPPROTO_TCP) {
+        struct tcphdr *tcp = l4h;
+        if ((void *)(tcp + 1) > end)
+            return XDP_PASS;
+        // SYN, FIN and RST always reach user space: they open and end streams.
+        if (tcp->syn || tcp->fin || tcp->rst)
+            return XDP_PASS;
+        __u32 doff = tcp->doff * 4;
+        if (doff < sizeof(*tcp) || ip_len < l4_off + doff)
+            return XDP_PASS;
+        payload = ip_len - l4_off - doff;
+        key.sport = bpf_ntohs(tcp->source);
+        key.dport = bpf_ntohs(tcp->dest);
+        seq = bpf_ntohl(tcp->seq);
+        has_seq = 1;
+    } else {
+        struct udphdr *udp = l4h;
+        if ((void *)(udp + 1) > end)
+            return XDP_PASS;
+        __u32 ulen = bpf_ntohs(udp->len);
+        if (ulen < sizeof(*udp) || ip_len < l4_off + ulen)
+            return XDP_PASS;
+        payload = ulen - sizeof(*udp);
+        key.sport = bpf_ntohs(udp->source);
+        key.dport = bpf_ntohs(udp->dest);
+    }
+
+    struct drop_counts *c = bpf_map_lookup_elem(&flows, &key);
+    if (!c)
+        return XDP_PASS;
+    __sync_fetch_and_add(&c->pkts, 1);
+    __sync_fetch_and_add(&c->bytes, ip_len);
+    if (payload > 0) {
+        __sync_fetch_and_add(&c->payload, payload);
+        __sync_fetch_and_add(&c->data_pkts, 1);
+    }
+    c->last_ns = bpf_ktime_get_ns();
+    // Only payload moves the stream: a pure ACK's sequence number is the
+    // next byte to send, which after a FIN on its way is the FIN's + 1.
+    if (has_seq && payload > 0) {
+        __u32 e = seq + payload;
+        // Packets of one flow arrive on one receive queue, so one CPU at a
+        // time updates the highest end; the comparison is modulo 2^32.
+        if (!c->seq_valid || (__s32)(e - c->max_end) > 0) {
+            c->max_end = e;
+            c->seq_valid = 1;
+        }
+    }
+    __u32 zero = 0;
+    struct drop_totals *t = bpf_map_lookup_elem(&totals, &zero);
+    if (t) {
+        t->pkts += 1;
+        t->bytes += ip_len;
+    }
+    return XDP_DROP;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
