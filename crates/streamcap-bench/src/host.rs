@@ -75,6 +75,8 @@ pub struct CpuTicks {
     pub total: u64,
     /// softirq alone (part of busy).
     pub softirq: u64,
+    /// The `cpuN` lines: CPUs online.
+    pub cpus: u32,
 }
 
 /// Reads /proc/stat.
@@ -99,6 +101,13 @@ pub fn parse_proc_stat(text: &str) -> Option<CpuTicks> {
         busy,
         total: busy + f(3) + f(4),
         softirq: f(6),
+        cpus: text
+            .lines()
+            .filter(|l| {
+                l.strip_prefix("cpu")
+                    .is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .count() as u32,
     })
 }
 
@@ -173,14 +182,15 @@ mod tests {
         let c = parse_proc_stat(t).unwrap();
         assert_eq!(c.busy, 288_115 + 37_741 + 235 + 180);
         assert_eq!(c.total, c.busy + 104_281 + 1123);
-        assert_eq!(c.softirq, 235);
+        assert_eq!((c.softirq, c.cpus), (235, 1));
         // Old kernels have only four fields.
         assert_eq!(
             parse_proc_stat("cpu 1 2 3 4\n"),
             Some(CpuTicks {
                 busy: 6,
                 total: 10,
-                softirq: 0
+                softirq: 0,
+                cpus: 0
             })
         );
         assert_eq!(parse_proc_stat("cpu 1 2\n"), None);

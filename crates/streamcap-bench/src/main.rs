@@ -16,7 +16,7 @@
 //!                               [--rounds N] [--rates G,G,...,max] [--json FILE] [--tmp DIR]
 //! streamcap-bench xdp-cutoff --streamcap BIN --pcap FILE [--peers DIR] [--rate R]
 //!                            [--cutoffs C,C,...] [--packets N] [--wait-idle CPUS]
-//!                            [--json FILE] [--png FILE]
+//!                            [--max-others CPUS] [--tries N] [--json FILE] [--png FILE]
 //! streamcap-bench nids-rules --count N -o FILE [--seed S]
 //! streamcap-bench nids --streamcap BIN [--streamcap-plain BIN] [--peers DIR] [--suricata BIN|none] [--runs N]
 //!                      [--rules N,N,...] [--other-rules N,...] [--seed S] [--json FILE]
@@ -121,7 +121,7 @@ usage:
       the file, kernel and veth drops; a Markdown table on stdout
   streamcap-bench xdp-cutoff --streamcap BIN --pcap FILE [--peers DIR] [--rate R]
                              [--cutoffs C,C,...] [--packets N] [--wait-idle CPUS]
-                             [--json FILE] [--png FILE]
+                             [--max-others CPUS] [--tries N] [--json FILE] [--png FILE]
       (root, tcpreplay) Scap's cutoff experiment: FILE (first N packets)
       replayed by tcpreplay at one fixed rate R (Gbit/s, or 500mbps,
       70000pps; default 0.5) onto a veth pair in a namespace of its own,
@@ -131,10 +131,13 @@ usage:
       (default 0,1KiB,10KiB,100KiB,1MiB,unlimited), by libnids
       (DIR/nids_analyse -n 0) and tcpdump -w /dev/null once each, and by
       nothing (the replay's own cost, before and after); the whole
-      machine's CPU and softirq (/proc/stat) while packets flow, the
-      receiver's CPU seconds, packets lost (dropped in XDP counts as
-      handled); Markdown tables on stdout, every run in --json, CPU,
-      softirq and loss against the cutoff in --png; --wait-idle as for nids
+      machine's CPU (/proc/stat: all CPUs less their idle time) and
+      softirq while packets flow, the receiver's CPU seconds, packets lost
+      (dropped in XDP counts as handled); a run in which other processes
+      kept more than --max-others CPUs busy (default 0.1) runs again, up
+      to --tries times (default 3); Markdown tables on stdout, every run in
+      --json, CPU, softirq and loss against the cutoff in --png;
+      --wait-idle as for nids
   streamcap-bench nids-rules --count N -o FILE [--seed S]
       N content rules in Suricata syntax (tcp and some udp, 4-32 bytes, some
       nocase): the campus model's planted signatures, strings of its
