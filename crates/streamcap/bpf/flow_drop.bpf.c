@@ -64,9 +64,14 @@ struct {
     __type(value, struct drop_counts);
 } flows SEC(".maps");
 
+/// Slot 0: what this CPU dropped. Slot 1 (written by user space, never
+/// by the program): in `pkts`, the fan-out group + 1 (0 for none) of the
+/// capture that attached the program, so that a process of the same group
+/// joins it (src/subzero/xdp.rs) and others do not. (A map the program
+/// does not use is not bound to it, so the tag lives here.)
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
+    __uint(max_entries, 2);
     __type(key, __u32);
     __type(value, struct drop_totals);
 } totals SEC(".maps");

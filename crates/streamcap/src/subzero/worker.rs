@@ -3,6 +3,7 @@
 //! the dropped packets join the stream's (see [`crate::subzero`]).
 
 use super::{DropCounts, DropKey, InsertError};
+use crate::decode::TcpSegment;
 use crate::deliver::{Budget, Handler, StreamParams};
 use crate::dispatch::Worker;
 use crate::flow::conn::{Conn, Kind};
@@ -120,19 +121,33 @@ fn may_list<S>(conn: &Conn<S>, me: &DirState<S>, defaults: &[StreamParams; 2], n
 }
 
 impl<H: Handler> Worker<H> {
-    /// Before a packet of `flow` is processed: a SYN, FIN or RST of a listed
-    /// direction takes its entry back, so the stream is where the dropped
-    /// packets left it. (Other packets of a listed direction were on their
-    /// way before it was listed: they come before the dropped ones.)
+    /// Before a TCP segment of `flow` is processed: a SYN, FIN or RST of a
+    /// listed direction takes its entry back, so the stream is where the
+    /// dropped packets left it; so does a segment that starts past the
+    /// delivery point, one the program let through for another reason
+    /// than timing (an IP fragment, IPv6 extension headers) after it had
+    /// dropped some. Other segments of a listed direction were on their way
+    /// before it was listed: they come before the dropped ones.
     #[inline(never)]
-    pub(crate) fn subzero_before(&mut self, flow: &FlowOf, control: bool) {
-        if !control {
-            return;
-        }
+    pub(crate) fn subzero_before(&mut self, flow: &FlowOf, seg: &TcpSegment<'_>) {
         let Some(idx) = self.find_flow(flow) else {
             return;
         };
-        self.subzero_take(idx, flow.side);
+        let f = seg.flags;
+        let take = f.syn()
+            || f.fin()
+            || f.rst()
+            || self.table.get(idx).is_some_and(|c| {
+                let me = &c.dirs[flow.side.index()];
+                let listed = me.ext.as_deref().is_some_and(|e| e.subzero.listed());
+                listed
+                    && me
+                        .offset_of(seg.seq)
+                        .is_some_and(|o| o > me.tcp().next as i64)
+            });
+        if take {
+            self.subzero_take(idx, flow.side);
+        }
     }
 
     /// After a packet of `flow` is processed: lists its direction if it may
@@ -142,12 +157,14 @@ impl<H: Handler> Worker<H> {
         let Some(idx) = self.find_flow(flow) else {
             return;
         };
-        self.subzero_list(idx, flow.side, true);
+        self.subzero_list(idx, flow.side);
     }
 
-    /// Lists direction `side` of connection `idx` if it may be: one level
-    /// up (twice the timeout) with `up`, else at the level it had.
-    fn subzero_list(&mut self, idx: u32, side: Side, up: bool) {
+    /// Lists direction `side` of connection `idx` if it may be: for the
+    /// first time, or after its entry timed out with twice the timeout
+    /// (Scap V-E), or after it was taken back for another reason at the
+    /// timeout it had.
+    fn subzero_list(&mut self, idx: u32, side: Side) {
         let Some(sz) = self.cfg.subzero.clone() else {
             return;
         };
@@ -170,12 +187,12 @@ impl<H: Handler> Worker<H> {
         let entry = &mut e.subzero;
         match sz.map.insert(&dk) {
             Ok(()) => {
-                if up && entry.level == 0 {
+                if entry.level == 0 {
                     self.stats.subzero.installed += 1;
                 } else {
                     self.stats.subzero.reinstalled += 1;
                 }
-                if up || entry.level == 0 {
+                if entry.level == 0 || entry.status == Status::TimedOut {
                     entry.level = entry.level.saturating_add(1);
                 }
                 entry.status = Status::Listed;
@@ -300,7 +317,7 @@ impl<H: Handler> Worker<H> {
     /// Lists a direction that was just taken back again, at the same level
     /// (an interim report or an inactivity check, not a timeout).
     pub(crate) fn relist(&mut self, idx: u32, side: Side) {
-        self.subzero_list(idx, side, false);
+        self.subzero_list(idx, side);
     }
 
     /// Before an interim report of connection `idx`: its listed directions
