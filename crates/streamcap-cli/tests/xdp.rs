@@ -353,6 +353,33 @@ mod live {
         assert!(dropped(&ja) > 0 && dropped(&jb) > 0, "{sa}\n{sb}");
     }
 
+    /// The ```` ```console root xdp ```` examples of docs/ run and print
+    /// what the pages show (on `lo` in a namespace of their own, as
+    /// tests/docs.rs runs live examples).
+    #[test]
+    fn doc_examples_run() {
+        use super::common::examples;
+        if !examples::can_capture_live() {
+            common::skip("the xdp examples of docs/ need root");
+            return;
+        }
+        let path = examples::path_with_bin();
+        let (mut ran, mut failures) = (0, Vec::new());
+        let mut scratch = examples::Scratch::new("streamcap-xdp-docs", &["samples"]);
+        for page in examples::pages() {
+            for ex in examples::examples(&page).into_iter().filter(|e| e.xdp) {
+                let dir = scratch.folder(&page, &ex);
+                if let Err(e) = examples::check(&ex, &dir, &path, &[]) {
+                    failures.push(format!("{}: $ {}\n{e}", ex.place, ex.command));
+                }
+                ran += 1;
+            }
+        }
+        drop(scratch);
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        assert!(ran >= 1, "no xdp examples found in docs/");
+    }
+
     /// Clear errors: no such interface, `any`, bad sizes, and no privileges.
     #[test]
     fn xdp_errors_are_clear() {

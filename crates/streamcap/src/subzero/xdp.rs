@@ -446,3 +446,42 @@ fn link_xdp(prog_fd: i32, ifindex: i32, flags: u32) -> std::io::Result<OwnedFd> 
     // SAFETY: `fd` is a descriptor bpf_link_create just opened for us alone.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `bpf_ktime_get_ns()` time (CLOCK_MONOTONIC) read now maps to the
+    /// wall clock now.
+    #[test]
+    fn monotonic_times_map_to_the_wall_clock() {
+        let wall = clock_ns(libc::CLOCK_REALTIME);
+        let mapped = monotonic_to_wall(clock_ns(libc::CLOCK_MONOTONIC));
+        assert!(
+            mapped.0.abs_diff(wall) < 1_000_000_000,
+            "{} vs {wall}",
+            mapped.0
+        );
+        assert!(wall > 1_600_000_000 * 1_000_000_000);
+    }
+
+    /// The key's bytes are the C struct's layout: 44 bytes, fields in
+    /// order, native byte order.
+    #[test]
+    fn keys_have_the_programs_layout() {
+        let k = DropKey {
+            src: [1; 16],
+            dst: [2; 16],
+            vlan: 0x0003_0004,
+            sport: 0x0506,
+            dport: 0x0708,
+            proto: 6,
+            v6: 1,
+            pad: [0; 2],
+        };
+        let b = k.as_bytes();
+        assert_eq!(b.len(), std::mem::size_of::<DropKey>());
+        assert_eq!(&b[32..36], &0x0003_0004u32.to_ne_bytes());
+        assert_eq!((b[40], b[41], b[42], b[43]), (6, 1, 0, 0));
+    }
+}
