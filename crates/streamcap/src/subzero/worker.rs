@@ -9,7 +9,6 @@ use crate::dispatch::Worker;
 use crate::flow::conn::{Conn, Kind};
 use crate::flow::direction::{DirState, F_DISCARD};
 use crate::flow::{FlowOf, ListId, Side};
-use crate::reassembly::tcp::offset_of;
 use crate::time::Timestamp;
 use std::cmp::Reverse;
 
@@ -42,6 +41,9 @@ pub(crate) struct Entry {
     /// When it times out (listed) or may be tried again (refused), ns of
     /// packet time.
     until: u64,
+    /// The stream offset of the delivery point when it was listed, from
+    /// which the map's TCP advance counts.
+    from: u64,
 }
 
 impl Entry {
@@ -57,11 +59,13 @@ fn timeout_at(first: u64, level: u8) -> u64 {
 }
 
 /// Adds what the map dropped for direction `me` of a connection of `kind`
-/// to its counters, as if the worker had seen those packets.
+/// to its counters, as if the worker had seen those packets; `from` is the
+/// stream offset at which the entry was listed.
 pub(crate) fn merge<S>(
     me: &mut DirState<S>,
     kind: Kind,
     c: &DropCounts,
+    from: u64,
     defaults: &[StreamParams; 2],
     budget: &mut Budget,
 ) {
@@ -72,17 +76,12 @@ pub(crate) fn merge<S>(
     if let Some(t) = c.last {
         me.end = me.end.max(t);
     }
-    let base = me.base();
     let e = me.x(defaults);
     let next = e.tcp.next;
+    // Packets processed since the listing (on their way before it) moved
+    // `next` already: only what lies past it is new.
     let advance = match kind {
-        Kind::Tcp => match (c.max_end, base) {
-            (Some(seq), Some(base)) => {
-                let end = offset_of(base, next, seq);
-                u64::try_from(end).unwrap_or(0).saturating_sub(next)
-            }
-            _ => 0,
-        },
+        Kind::Tcp => from.saturating_add(c.advance).saturating_sub(next),
         _ => c.payload,
     };
     // As `Cx::commit_gap` notes discarded bytes: in the chunk buffer of a
@@ -180,12 +179,23 @@ impl<H: Handler> Worker<H> {
             return;
         };
         let id = conn.conn_id;
+        let kind = conn.kind;
         let me = &mut conn.dirs[side.index()];
+        let base = me.base();
         let Some(e) = me.ext.as_deref_mut() else {
             return;
         };
+        let from = e.tcp.next;
+        let seq = match kind {
+            Kind::Tcp => match base {
+                Some(b) => Some(b.wrapping_add(from as u32)),
+                None => return,
+            },
+            _ => None,
+        };
         let entry = &mut e.subzero;
-        match sz.map.insert(&dk) {
+        entry.from = from;
+        match sz.map.insert(&dk, seq) {
             Ok(()) => {
                 if entry.level == 0 {
                     self.stats.subzero.installed += 1;
@@ -226,13 +236,14 @@ impl<H: Handler> Worker<H> {
             return false;
         };
         e.subzero.status = Status::Unlisted;
+        let from = e.subzero.from;
         let Some(dk) = DropKey::of(key, side) else {
             return false;
         };
         if let Some(c) = sz.map.take(&dk) {
             self.stats.subzero.pkts += c.pkts;
             self.stats.subzero.bytes += c.bytes;
-            merge(me, kind, &c, &self.defaults, &mut self.budget);
+            merge(me, kind, &c, from, &self.defaults, &mut self.budget);
         }
         true
     }

@@ -26,6 +26,9 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 /// The compiled program (an ELF object for the `bpf` target).
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/flow_drop.bpf.o"));
 
+/// The size of `struct drop_counts`, the flow map's value.
+const VALUE_SIZE: usize = 56;
+
 /// The slot of the `totals` map that holds the attaching capture's fan-out
 /// group + 1 (see `bpf/flow_drop.bpf.c`).
 const OWNER_SLOT: u32 = 1;
@@ -271,8 +274,13 @@ impl XdpFlowDrop {
 }
 
 impl FlowDropMap for XdpFlowDrop {
-    fn insert(&self, key: &DropKey) -> Result<(), InsertError> {
-        let value = [0u8; 48];
+    fn insert(&self, key: &DropKey, seq: Option<u32>) -> Result<(), InsertError> {
+        // `struct drop_counts`: six u64 counters, then max_end and seq_valid.
+        let mut value = [0u8; VALUE_SIZE];
+        if let Some(seq) = seq {
+            value[48..52].copy_from_slice(&seq.to_ne_bytes());
+            value[52..56].copy_from_slice(&1u32.to_ne_bytes());
+        }
         match self
             .flows
             .update(&key.as_bytes(), &value, MapFlags::NO_EXIST)
@@ -289,13 +297,12 @@ impl FlowDropMap for XdpFlowDrop {
     fn take(&self, key: &DropKey) -> Option<DropCounts> {
         let v = self.flows.lookup_and_delete(&key.as_bytes()).ok()??;
         let last_ns = read_u64(&v, 32);
-        let seq_valid = read_u32(&v, 44) != 0;
         Some(DropCounts {
             pkts: read_u64(&v, 0),
             bytes: read_u64(&v, 8),
             payload: read_u64(&v, 16),
             data_pkts: read_u64(&v, 24),
-            max_end: seq_valid.then(|| read_u32(&v, 40)),
+            advance: read_u64(&v, 40),
             last: (last_ns != 0).then(|| monotonic_to_wall(last_ns)),
         })
     }
@@ -400,12 +407,6 @@ fn read_u64(v: &[u8], at: usize) -> u64 {
     v.get(at..at + 8)
         .and_then(|b| b.try_into().ok())
         .map_or(0, u64::from_ne_bytes)
-}
-
-fn read_u32(v: &[u8], at: usize) -> u32 {
-    v.get(at..at + 4)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u32::from_ne_bytes)
 }
 
 /// Nanoseconds of a clock.
