@@ -260,10 +260,9 @@ mod live {
         let _ = c.interrupt();
         assert!(wait_detached(&ns), "detached after Ctrl-C");
 
-        let mut c = ns.capture(&["flows", "--xdp", "-o", "/dev/null"]);
+        let c = ns.capture(&["flows", "--xdp", "-o", "/dev/null"]);
         assert!(attached(&ns));
-        let _ = c.child.kill();
-        let _ = c.child.wait();
+        c.kill();
         assert!(wait_detached(&ns), "detached after SIGKILL");
     }
 

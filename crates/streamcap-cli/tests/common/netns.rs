@@ -142,7 +142,10 @@ pub(crate) fn start_capture(mut cmd: Command, iface: &str) -> Capturing {
     // Read the rest of stderr in the background (the summary).
     let rest =
         std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
-    Capturing { child, rest }
+    Capturing {
+        child: Some(child),
+        rest: Some(rest),
+    }
 }
 
 impl Drop for Netns {
@@ -153,10 +156,11 @@ impl Drop for Netns {
     }
 }
 
-/// A running live capture.
+/// A running live capture; killed if the test ends (or fails) before
+/// stopping it, so that no capture outlives its test.
 pub(crate) struct Capturing {
-    pub(crate) child: Child,
-    pub(crate) rest: std::thread::JoinHandle<String>,
+    pub(crate) child: Option<Child>,
+    pub(crate) rest: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Capturing {
@@ -164,16 +168,37 @@ impl Capturing {
     pub(crate) fn interrupt(self) -> (Output, String) {
         // Let the last block's timeout hand the tail of the replay over.
         std::thread::sleep(Duration::from_millis(300));
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-INT", &pid]).status();
+        if let Some(c) = &self.child {
+            let _ = Command::new("kill")
+                .args(["-INT", &c.id().to_string()])
+                .status();
+        }
         self.wait()
     }
 
     /// Waits for the process to end by itself (-c, --duration).
-    pub(crate) fn wait(self) -> (Output, String) {
-        let out = self.child.wait_with_output().expect("wait for streamcap");
-        let err = self.rest.join().unwrap_or_default();
-        (out, err)
+    pub(crate) fn wait(mut self) -> (Output, String) {
+        let child = self.child.take().expect("a running capture");
+        let out = child.wait_with_output().expect("wait for streamcap");
+        let err = self.rest.take().map(|r| r.join().unwrap_or_default());
+        (out, err.unwrap_or_default())
+    }
+
+    /// Kills the process (SIGKILL) and waits for it.
+    pub(crate) fn kill(mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Capturing {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
 }
 
