@@ -23,6 +23,8 @@
 #              externally-managed marker
 #   cmake, g++ - build librdkafka from its bundled source for the `kafka`
 #              feature (`--kafka`; scripts/test-kafka.sh, which CI runs)
+#   clang, libbpf-dev - compile and load the XDP flow-drop program of the
+#              `xdp` feature (`--xdp`; scripts/test-xdp.sh, which CI runs)
 #   default-jdk-headless, maven - the Kafka 4.1 broker the Kafka tests
 #              produce to (scripts/kafka-broker.sh: Maven fetches its jars
 #              once, the JDK runs it)
@@ -48,7 +50,7 @@
 #   suricata                                  - the NIDS benchmark's Suricata rows
 set -euo pipefail
 pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin gcc libc6-dev pkg-config valgrind nfdump
-  cmake g++ default-jdk-headless maven)
+  cmake g++ default-jdk-headless maven clang libbpf-dev)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(libnids-dev softflowd time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay libhyperscan-dev)
 fi

@@ -23,6 +23,34 @@ pub fn feed(w: &mut FuzzWorker, ts_ns: u64, frame: &[u8], orig_len: u32, record:
     });
 }
 
+/// Ethernet frames from fuzz input: each is one byte of time step (the
+/// square of it in ms), two of length (little endian), then the frame
+/// (cut where the input ends); the step's low two bits are bytes the
+/// snapshot length cut.
+pub fn frames(mut rest: &[u8]) -> Vec<RawPacket<'_>> {
+    let mut frames = Vec::new();
+    let mut ts = 1_000_000_000u64;
+    let mut record = 0;
+    while rest.len() >= 3 {
+        let step = u64::from(rest[0]);
+        let len = usize::from(u16::from_le_bytes([rest[1], rest[2]]));
+        rest = &rest[3..];
+        let frame = &rest[..len.min(rest.len())];
+        rest = &rest[frame.len()..];
+        ts += step * step * 1_000_000;
+        record += 1;
+        frames.push(RawPacket {
+            ts: Timestamp(ts),
+            link: LinkType::ETHERNET,
+            data: frame,
+            orig_len: frame.len() as u32 + u32::from(step as u8 & 3),
+            record,
+            interface: 0,
+        });
+    }
+    frames
+}
+
 /// Ends the run and checks the global counters add up.
 pub fn finish(w: &mut FuzzWorker) -> GlobalStats {
     let stats = w.finish();

@@ -4,36 +4,15 @@
 //! and processing the frames in groups (`Worker::process_batch`, what file
 //! runs do) gives exactly what processing them one by one gives.
 use streamcap::Worker;
-use streamcap::{LinkType, RawPacket, Timestamp};
 
 use super::common;
 
 /// Runs the checks on one input (panics on a violation).
 pub fn run(data: &[u8]) {
-    let Some((&sel, mut rest)) = data.split_first() else {
+    let Some((&sel, rest)) = data.split_first() else {
         return;
     };
-    let mut frames = Vec::new();
-    let mut ts = 1_000_000_000u64;
-    let mut record = 0;
-    // Each frame: one byte of time step, two of length, then the frame.
-    while rest.len() >= 3 {
-        let step = u64::from(rest[0]);
-        let len = usize::from(u16::from_le_bytes([rest[1], rest[2]]));
-        rest = &rest[3..];
-        let frame = &rest[..len.min(rest.len())];
-        rest = &rest[frame.len()..];
-        ts += step * step * 1_000_000;
-        record += 1;
-        frames.push(RawPacket {
-            ts: Timestamp(ts),
-            link: LinkType::ETHERNET,
-            data: frame,
-            orig_len: frame.len() as u32 + u32::from(step as u8 & 3),
-            record,
-            interface: 0,
-        });
-    }
+    let frames = common::frames(rest);
     let (cb, seen) = common::checking_callbacks();
     let mut one_by_one = Worker::new(common::config(sel), cb);
     for p in &frames {

@@ -29,6 +29,8 @@ pub mod pcap_reader;
 pub mod rate;
 #[path = "../../crates/streamcap-cli/src/size.rs"]
 pub mod size;
+#[path = "subzero.rs"]
+pub mod subzero;
 #[path = "tcp_segments.rs"]
 pub mod tcp_segments;
 
@@ -36,7 +38,7 @@ pub mod tcp_segments;
 pub type Check = fn(&[u8]);
 
 /// Every target's name and check, for the regression runner.
-pub const TARGETS: [(&str, Check); 9] = [
+pub const TARGETS: [(&str, Check); 10] = [
     ("bpf", bpf::run),
     ("decode", decode::run),
     ("defrag", defrag::run),
@@ -45,5 +47,6 @@ pub const TARGETS: [(&str, Check); 9] = [
     ("filter", filter::run),
     ("options", options::run),
     ("pcap_reader", pcap_reader::run),
+    ("subzero", subzero::run),
     ("tcp_segments", tcp_segments::run),
 ];

@@ -169,7 +169,13 @@ pub(crate) fn run<A: RunApp>(
             format!(", fan-out group {} ({})", f.group, f.mode)
         });
         let xdp_mode = xdp.as_ref().map_or(String::new(), |x| {
-            format!(", XDP flow drop in {} mode", x.outcome().mode)
+            let o = x.outcome();
+            let shared = if o.joined {
+                ", shared with the fan-out group"
+            } else {
+                ""
+            };
+            format!(", XDP flow drop in {} mode{shared}", o.mode)
         });
         eprintln!(
             "streamcap: capturing on {iface} ({workers} worker{}{group}{xdp_mode}); Ctrl-C to stop",

@@ -69,8 +69,11 @@ pub fn value(source: &str, o: &Outcome, base_threshold: f64) -> Value {
         let z = &s.subzero;
         json!({
             "mode": x.mode,
-            "dropped_packets": x.pkts,
-            "dropped_bytes": x.bytes,
+            "dropped_packets": z.pkts,
+            "dropped_bytes": z.bytes,
+            "program_packets": x.pkts,
+            "program_bytes": x.bytes,
+            "shared": x.joined,
             "listed": z.installed,
             "listed_again": z.reinstalled,
             "timed_out": z.timed_out,

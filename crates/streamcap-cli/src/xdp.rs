@@ -28,11 +28,15 @@ const ENTRY_BYTES: u64 = 160;
 pub(crate) struct XdpOutcome {
     /// `native` or `generic`.
     pub mode: String,
-    /// Packets and IP bytes the program dropped (its own counters).
+    /// Packets and IP bytes the program dropped (its own counters: with
+    /// a program shared by a fan-out group, every process's).
     pub pkts: u64,
     pub bytes: u64,
     /// Entries the map holds at most.
     pub capacity: u32,
+    /// Whether the program was attached by another process of the same
+    /// fan-out group and shared.
+    pub joined: bool,
 }
 
 /// The attached program. Without the `xdp` feature none can exist.
@@ -72,6 +76,7 @@ impl Attached {
                 pkts: t.pkts,
                 bytes: t.bytes,
                 capacity: self.prog.capacity(),
+                joined: self.prog.joined(),
             }
         }
     }
@@ -134,7 +139,7 @@ fn attach_program(
             c.xdp_mode
         ));
     };
-    match XdpFlowDrop::attach(iface, c.xdp_entries, mode) {
+    match XdpFlowDrop::attach(iface, c.xdp_entries, mode, c.group) {
         Ok(prog) => Ok(Some(Attached {
             prog: Arc::new(prog),
             timeout: (c.xdp_timeout * 1e9) as u64,
@@ -157,10 +162,20 @@ fn attach_program(
     )
 }
 
-/// The summary's `xdp` line.
+/// The summary's `xdp` line: what was dropped of this capture's streams
+/// (and by the whole program, when a fan-out group shares it), and what
+/// the workers did with the map.
 pub(crate) fn summary_line(x: &XdpOutcome, s: &SubzeroStats) -> String {
+    let shared = if x.joined || x.pkts != s.pkts {
+        format!(
+            ", program shared in the fan-out group: {} packets in all",
+            x.pkts
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{} packets ({} bytes) dropped in XDP ({} mode); {} streams listed, {} listed again, {} timed out, {} not listed (map of {} full)",
-        x.pkts, x.bytes, x.mode, s.installed, s.reinstalled, s.timed_out, s.map_full, x.capacity
+        "{} packets ({} bytes) dropped in XDP ({} mode{shared}); {} streams listed, {} listed again, {} timed out, {} not listed (map of {} full)",
+        s.pkts, s.bytes, x.mode, s.installed, s.reinstalled, s.timed_out, s.map_full, x.capacity
     )
 }

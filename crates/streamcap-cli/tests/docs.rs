@@ -16,7 +16,9 @@
 //! nothing else on the machine's loopback reaches them); elsewhere they
 //! are skipped with a message. Blocks marked
 //! ```` ```console kafka ```` need a Kafka broker and the `kafka` feature:
-//! tests/kafka.rs runs them; here they are skipped with a message.
+//! tests/kafka.rs runs them; here they are skipped with a message. So are
+//! blocks marked ```` ```console root xdp ```` (the `xdp` feature),
+//! which tests/xdp.rs runs.
 //!
 //! A command of `streamcap` in any other code block of those pages fails
 //! the test: every example is run.
@@ -47,6 +49,13 @@ fn every_console_example_prints_what_the_page_shows() {
             if ex.kafka {
                 skip(format!(
                     "{}: needs a Kafka broker: `cargo test -p streamcap-cli --features kafka --test kafka` runs it",
+                    ex.place
+                ));
+                continue;
+            }
+            if ex.xdp {
+                skip(format!(
+                    "{}: needs the xdp feature and root: scripts/test-xdp.sh runs it",
                     ex.place
                 ));
                 continue;

@@ -6,192 +6,20 @@
 
 mod common;
 
+#[path = "common/netns.rs"]
+mod netns;
+
 #[path = "common/parquet_rows.rs"]
 mod parquet_rows;
 
 use common::*;
+use netns::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
-use streamcap_gen::campus::{Campus, CampusConfig};
-
-/// Replay rate of the tests: far below what loses packets on a veth.
-const PPS: &str = "20000";
-
-/// A network namespace with a veth pair `sca` <-> `scb`, deleted on drop.
-struct Netns {
-    name: String,
-}
-
-impl Netns {
-    /// Creates the namespace, or says why it cannot (the test then skips).
-    fn new(test: &str) -> Option<Netns> {
-        let root = Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-        if !root {
-            common::skip("live capture tests need root");
-            return None;
-        }
-        if !have("ip", "-V") {
-            common::skip("the ip command (iproute2) is not installed");
-            return None;
-        }
-        let name = format!("sc-{}-{test}", std::process::id());
-        let ns = Netns { name };
-        let steps: [&[&str]; 8] = [
-            &["netns", "add", &ns.name],
-            &[
-                "-n", &ns.name, "link", "add", "sca", "type", "veth", "peer", "name", "scb",
-            ],
-            &["-n", &ns.name, "link", "set", "sca", "mtu", "9000"],
-            &["-n", &ns.name, "link", "set", "scb", "mtu", "9000"],
-            &["-n", &ns.name, "link", "set", "lo", "up"],
-            &["-n", &ns.name, "link", "set", "sca", "up"],
-            &["-n", &ns.name, "link", "set", "scb", "up"],
-            &["-n", &ns.name, "link", "show", "scb"],
-        ];
-        // No IPv6 on the pair: the kernel itself then sends nothing on it.
-        for (i, args) in steps.iter().enumerate() {
-            if i == 5 {
-                let _ = ns
-                    .exec(&["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])
-                    .output();
-            }
-            let o = Command::new("ip").args(*args).output();
-            match o {
-                Ok(o) if o.status.success() => {}
-                Ok(o) => {
-                    common::skip(format!(
-                        "ip {}: {}",
-                        args.join(" "),
-                        String::from_utf8_lossy(&o.stderr).trim()
-                    ));
-                    return None;
-                }
-                Err(e) => {
-                    common::skip(format!("cannot run ip: {e}"));
-                    return None;
-                }
-            }
-        }
-        Some(ns)
-    }
-
-    /// A command run inside the namespace.
-    fn exec(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.name]).args(args);
-        c
-    }
-
-    /// Starts `streamcap ARGS -i scb` inside the namespace and waits until
-    /// its sockets are open (the "capturing on" line).
-    fn capture(&self, args: &[&str]) -> Capturing {
-        self.capture_on(args, "scb")
-    }
-
-    /// Starts `streamcap ARGS -i IFACE` inside the namespace.
-    fn capture_on(&self, args: &[&str], iface: &str) -> Capturing {
-        let mut cmd = self.exec(&[BIN]);
-        cmd.args(args).args(["-i", iface]);
-        start_capture(cmd, iface)
-    }
-
-    /// Replays `pcap` onto `sca` at the test rate.
-    fn replay(&self, pcap: &Path) {
-        self.replay_on(pcap, "sca");
-    }
-
-    /// Replays `pcap` onto `iface` at the test rate.
-    fn replay_on(&self, pcap: &Path, iface: &str) {
-        let o = self
-            .exec(&[
-                BIN,
-                "replay",
-                "-r",
-                pcap.to_str().unwrap_or_default(),
-                "-i",
-                iface,
-                "--pps",
-                PPS,
-            ])
-            .output()
-            .expect("run streamcap replay");
-        assert!(
-            o.status.success(),
-            "replay failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-}
-
-/// Runs a `streamcap ... -i IFACE` command and waits until its sockets are
-/// open (the "capturing on" line).
-fn start_capture(mut cmd: Command, iface: &str) -> Capturing {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("start streamcap");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = BufReader::new(stderr).lines();
-    let first = lines.next().and_then(Result::ok).unwrap_or_default();
-    assert!(
-        first.contains(&format!("capturing on {iface}")),
-        "streamcap did not start capturing: {first}"
-    );
-    // Read the rest of stderr in the background (the summary).
-    let rest =
-        std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
-    Capturing { child, rest }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .output();
-    }
-}
-
-/// A running live capture.
-struct Capturing {
-    child: Child,
-    rest: std::thread::JoinHandle<String>,
-}
-
-impl Capturing {
-    /// Sends SIGINT (as Ctrl-C would) and collects the output.
-    fn interrupt(self) -> (Output, String) {
-        // Let the last block's timeout hand the tail of the replay over.
-        std::thread::sleep(Duration::from_millis(300));
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-INT", &pid]).status();
-        self.wait()
-    }
-
-    /// Waits for the process to end by itself (-c, --duration).
-    fn wait(self) -> (Output, String) {
-        let out = self.child.wait_with_output().expect("wait for streamcap");
-        let err = self.rest.join().unwrap_or_default();
-        (out, err)
-    }
-}
-
-fn temp_capture(name: &str, cfg: Option<CampusConfig>) -> PathBuf {
-    let dir = tempdir(&format!("live-{name}"));
-    let bytes = match cfg {
-        Some(cfg) => Campus::new(cfg).to_bytes().0,
-        None => streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes(),
-    };
-    let p = dir.join("in.pcap");
-    std::fs::write(&p, bytes).expect("write capture");
-    p
-}
+use streamcap_gen::campus::CampusConfig;
 
 fn campus_cfg() -> CampusConfig {
     CampusConfig {
@@ -203,24 +31,6 @@ fn campus_cfg() -> CampusConfig {
         ipv6: 0.1,
         ..CampusConfig::default()
     }
-}
-
-/// Records by connection, without the capture times (live times differ).
-fn by_connection(stdout: &[u8]) -> BTreeMap<String, Value> {
-    json_lines(stdout)
-        .into_iter()
-        .map(|mut r| {
-            let key = format!(
-                "{} {}:{} {}:{} {}",
-                r["proto"], r["src_ip"], r["src_port"], r["dst_ip"], r["dst_port"], r["vlan"]
-            );
-            if let Some(o) = r.as_object_mut() {
-                o.remove("ts");
-                o.remove("last_ts");
-            }
-            (key, r)
-        })
-        .collect()
 }
 
 fn file_records(pcap: &Path, extra: &[&str]) -> BTreeMap<String, Value> {
@@ -235,19 +45,6 @@ fn file_records(pcap: &Path, extra: &[&str]) -> BTreeMap<String, Value> {
     let o = run(&args);
     assert_eq!(o.status.code(), Some(0));
     by_connection(&o.stdout)
-}
-
-/// The kernel line of the summary: (passed the filter, dropped).
-fn kernel_counts(summary: &str) -> (u64, u64) {
-    let line = summary
-        .lines()
-        .find(|l| l.trim_start().starts_with("kernel"))
-        .unwrap_or_else(|| panic!("no kernel line in the summary:\n{summary}"));
-    let nums: Vec<u64> = line
-        .split_whitespace()
-        .filter_map(|w| w.trim_end_matches(',').parse().ok())
-        .collect();
-    (nums[0], nums[1])
 }
 
 #[test]

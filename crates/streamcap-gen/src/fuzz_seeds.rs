@@ -65,7 +65,14 @@ pub fn seeds() -> Vec<Seed> {
             v.extend_from_slice(&len.to_le_bytes());
             v.extend_from_slice(&f[..usize::from(len)]);
         }
-        out.push(("engine_frames", format!("sample-{start}-sel{sel:02x}"), v));
+        out.push((
+            "engine_frames",
+            format!("sample-{start}-sel{sel:02x}"),
+            v.clone(),
+        ));
+        // subzero: the same input format (its cutoff comes from the
+        // selector's low bit).
+        out.push(("subzero", format!("sample-{start}-sel{sel:02x}"), v));
     }
     // tcp_segments: a configuration byte, then (flags, offset LE, length, payload):
     // handshake, data both ways with a retransmission and a hole, FIN.
@@ -217,6 +224,7 @@ mod tests {
             "pcap_reader",
             "decode",
             "engine_frames",
+            "subzero",
             "tcp_segments",
             "defrag",
             "bpf",

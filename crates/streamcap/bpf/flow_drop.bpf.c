@@ -6,8 +6,9 @@
 // stream is past its cutoff (or discarded). This program then drops that
 // direction's packets that carry neither SYN, FIN nor RST before the kernel
 // allocates anything for them, and counts what it dropped in the entry:
-// packets, IP bytes, payload bytes, payload-carrying packets, the highest
-// TCP sequence number reached and the time of the last one. User space
+// packets, IP bytes, payload bytes, payload-carrying packets, how far the
+// TCP sequence space advanced (64 bits, from the sequence number user
+// space gave when it listed the key) and the time of the last one. User space
 // reads and removes the entry (BPF_MAP_LOOKUP_AND_DELETE_ELEM) when the
 // connection ends or the entry times out, and adds the counts to the
 // stream's, so flow records stay exact.
@@ -40,16 +41,23 @@ struct drop_key {
     __u8 pad[2];
 };
 
-/// What was dropped for one key since it was listed.
+/// What was dropped for one key since it was listed. User space lists a
+/// TCP key with `max_end` set to the sequence number of the stream's
+/// delivery point and `seq_valid` 1; everything else starts at zero.
 struct drop_counts {
     __u64 pkts;       // packets dropped
     __u64 bytes;      // their IP length (header and payload)
     __u64 payload;    // their transport payload bytes
     __u64 data_pkts;  // of them, packets with payload
     __u64 last_ns;    // bpf_ktime_get_ns() of the last one (CLOCK_MONOTONIC)
-    __u32 max_end;    // TCP: the highest sequence number + payload length of a segment with payload
+    __u64 advance;    // TCP: how far max_end moved, without wrapping
+    __u32 max_end;    // TCP: the highest sequence number + payload length
     __u32 seq_valid;  // whether max_end is set
 };
+
+/// A segment whose end lies further than this past the highest end is
+/// not trusted to move the stream (the engine's own `max_seq_jump`).
+#define MAX_SEQ_JUMP (1u << 30)
 
 /// Everything dropped, on this CPU.
 struct drop_totals {
@@ -64,9 +72,14 @@ struct {
     __type(value, struct drop_counts);
 } flows SEC(".maps");
 
+/// Slot 0: what this CPU dropped. Slot 1 (written by user space, never
+/// by the program): in `pkts`, the fan-out group + 1 (0 for none) of the
+/// capture that attached the program, so that a process of the same group
+/// joins it (src/subzero/xdp.rs) and others do not. (A map the program
+/// does not use is not bound to it, so the tag lives here.)
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 1);
+    __uint(max_entries, 2);
     __type(key, __u32);
     __type(value, struct drop_totals);
 } totals SEC(".maps");
@@ -190,10 +203,17 @@ int flow_drop(struct xdp_md *ctx)
     if (has_seq && payload > 0) {
         __u32 e = seq + payload;
         // Packets of one flow arrive on one receive queue, so one CPU at a
-        // time updates the highest end; the comparison is modulo 2^32.
-        if (!c->seq_valid || (__s32)(e - c->max_end) > 0) {
+        // time updates the highest end. Each step is taken modulo 2^32 and
+        // added up in 64 bits, so the advance survives wrap-arounds.
+        if (!c->seq_valid) {
             c->max_end = e;
             c->seq_valid = 1;
+        } else {
+            __u32 step = e - c->max_end;
+            if ((__s32)step > 0 && step <= MAX_SEQ_JUMP) {
+                c->max_end = e;
+                c->advance += step;
+            }
         }
     }
     __u32 zero = 0;

@@ -26,6 +26,9 @@ pub struct Example {
     /// Marked `kafka`: needs a Kafka broker on 127.0.0.1:9092 and a build
     /// with the `kafka` feature (run by tests/kafka.rs).
     pub kafka: bool,
+    /// Marked `xdp`: needs a build with the `xdp` feature (run by
+    /// tests/xdp.rs).
+    pub xdp: bool,
     /// The console block it is in (the commands of a block share a folder).
     pub block: usize,
 }
@@ -59,8 +62,8 @@ enum Block {
     /// lines may look like commands).
     Other { text: bool },
     /// Inside a console block (`root`: run as root only; `kafka`: with a
-    /// broker).
-    Console { root: bool, kafka: bool },
+    /// broker; `xdp`: with the `xdp` feature).
+    Console { root: bool, kafka: bool, xdp: bool },
 }
 
 pub fn repo() -> PathBuf {
@@ -91,6 +94,7 @@ pub fn examples(page: &Path) -> Vec<Example> {
                         Block::Console {
                             root: tags.contains(&"root"),
                             kafka: tags.contains(&"kafka"),
+                            xdp: tags.contains(&"xdp"),
                         }
                     } else {
                         Block::Other {
@@ -105,8 +109,8 @@ pub fn examples(page: &Path) -> Vec<Example> {
             };
             continue;
         }
-        let (root, kafka) = match block {
-            Block::Console { root, kafka } => (root, kafka),
+        let (root, kafka, xdp) = match block {
+            Block::Console { root, kafka, xdp } => (root, kafka, xdp),
             Block::Other { text: false } => {
                 let command = ["$ ", "streamcap ", "sudo streamcap "]
                     .iter()
@@ -120,6 +124,7 @@ pub fn examples(page: &Path) -> Vec<Example> {
                         status: NOT_RUN,
                         root: false,
                         kafka: false,
+                        xdp: false,
                         block: 0,
                     });
                 }
@@ -145,6 +150,7 @@ pub fn examples(page: &Path) -> Vec<Example> {
                 status: 0,
                 root,
                 kafka,
+                xdp,
                 block: blocks,
             });
         } else if let Some(ex) = current.as_mut() {

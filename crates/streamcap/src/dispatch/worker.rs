@@ -433,9 +433,9 @@ impl<H: Handler> Worker<H> {
         self.stats.proto_packets[ProtoClass::of(proto) as usize] += 1;
         let subzero = self.cfg.subzero.is_some();
         if subzero {
-            let control =
-                matches!(t, Transport::Tcp(s) if s.flags.syn() || s.flags.fin() || s.flags.rst());
-            self.subzero_before(flow, control);
+            if let Transport::Tcp(seg) = t {
+                self.subzero_before(flow, seg);
+            }
         }
         match t {
             Transport::Tcp(seg) => self.handle_tcp(frame, seg, flow, ip_len),

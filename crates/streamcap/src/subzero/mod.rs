@@ -41,7 +41,10 @@
 //! back to discarding in user space; it is tried again after the entry
 //! timeout.
 
+mod memory;
 mod worker;
+
+pub use memory::MemoryMap;
 
 pub(crate) use worker::{Entry, SUBZERO_A};
 #[cfg(feature = "xdp")]
@@ -134,9 +137,13 @@ pub struct DropCounts {
     pub payload: u64,
     /// Of them, packets that carried payload.
     pub data_pkts: u64,
-    /// TCP: the highest sequence number + payload length among those that
-    /// carried payload (a pure ACK's sequence number is not stream data).
-    pub max_end: Option<u32>,
+    /// TCP: how far the sequence space advanced past the sequence number
+    /// given when the key was listed (the highest end of a segment with
+    /// payload; a pure ACK's sequence number is not stream data), in 64
+    /// bits, so a stream that wraps around 2^32 while listed is counted
+    /// whole. A segment ending more than 2^30 past the highest end so far
+    /// does not move it (the engine's `max_seq_jump`).
+    pub advance: u64,
     /// The time of the last one, on the packets' clock.
     pub last: Option<Timestamp>,
 }
@@ -152,12 +159,14 @@ pub enum InsertError {
 
 /// A table of flow directions to drop before they reach the capture
 /// socket, with per-entry counts of what was dropped: the XDP program's
-/// map ([`xdp::XdpFlowDrop`]), or a model of it in tests. Shared by every
+/// map (`xdp::XdpFlowDrop`, with the `xdp` feature), or [`MemoryMap`]. Shared by every
 /// worker of a run; each lists and takes back only its own flows.
 pub trait FlowDropMap: Send + Sync {
     /// Lists `key`: its packets without SYN, FIN or RST are dropped and
-    /// counted from now on. Listing a key already listed keeps its counts.
-    fn insert(&self, key: &DropKey) -> Result<(), InsertError>;
+    /// counted from now on; for TCP, `seq` is the sequence number of the
+    /// stream's delivery point, from which [`DropCounts::advance`] counts.
+    /// Listing a key already listed keeps its counts.
+    fn insert(&self, key: &DropKey, seq: Option<u32>) -> Result<(), InsertError>;
     /// Removes `key` and returns what was dropped for it (`None` if it was
     /// not listed), in one step: nothing dropped in between is lost.
     fn take(&self, key: &DropKey) -> Option<DropCounts>;
@@ -217,4 +226,4 @@ impl SubzeroStats {
 }
 
 #[cfg(test)]
-pub(crate) mod model;
+mod tests;

@@ -3,12 +3,12 @@
 //! the dropped packets join the stream's (see [`crate::subzero`]).
 
 use super::{DropCounts, DropKey, InsertError};
+use crate::decode::TcpSegment;
 use crate::deliver::{Budget, Handler, StreamParams};
 use crate::dispatch::Worker;
 use crate::flow::conn::{Conn, Kind};
 use crate::flow::direction::{DirState, F_DISCARD};
 use crate::flow::{FlowOf, ListId, Side};
-use crate::reassembly::tcp::offset_of;
 use crate::time::Timestamp;
 use std::cmp::Reverse;
 
@@ -41,6 +41,9 @@ pub(crate) struct Entry {
     /// When it times out (listed) or may be tried again (refused), ns of
     /// packet time.
     until: u64,
+    /// The stream offset of the delivery point when it was listed, from
+    /// which the map's TCP advance counts.
+    from: u64,
 }
 
 impl Entry {
@@ -56,11 +59,13 @@ fn timeout_at(first: u64, level: u8) -> u64 {
 }
 
 /// Adds what the map dropped for direction `me` of a connection of `kind`
-/// to its counters, as if the worker had seen those packets.
+/// to its counters, as if the worker had seen those packets; `from` is the
+/// stream offset at which the entry was listed.
 pub(crate) fn merge<S>(
     me: &mut DirState<S>,
     kind: Kind,
     c: &DropCounts,
+    from: u64,
     defaults: &[StreamParams; 2],
     budget: &mut Budget,
 ) {
@@ -71,17 +76,12 @@ pub(crate) fn merge<S>(
     if let Some(t) = c.last {
         me.end = me.end.max(t);
     }
-    let base = me.base();
     let e = me.x(defaults);
     let next = e.tcp.next;
+    // Packets processed since the listing (on their way before it) moved
+    // `next` already: only what lies past it is new.
     let advance = match kind {
-        Kind::Tcp => match (c.max_end, base) {
-            (Some(seq), Some(base)) => {
-                let end = offset_of(base, next, seq);
-                u64::try_from(end).unwrap_or(0).saturating_sub(next)
-            }
-            _ => 0,
-        },
+        Kind::Tcp => from.saturating_add(c.advance).saturating_sub(next),
         _ => c.payload,
     };
     // As `Cx::commit_gap` notes discarded bytes: in the chunk buffer of a
@@ -120,19 +120,33 @@ fn may_list<S>(conn: &Conn<S>, me: &DirState<S>, defaults: &[StreamParams; 2], n
 }
 
 impl<H: Handler> Worker<H> {
-    /// Before a packet of `flow` is processed: a SYN, FIN or RST of a listed
-    /// direction takes its entry back, so the stream is where the dropped
-    /// packets left it. (Other packets of a listed direction were on their
-    /// way before it was listed: they come before the dropped ones.)
+    /// Before a TCP segment of `flow` is processed: a SYN, FIN or RST of a
+    /// listed direction takes its entry back, so the stream is where the
+    /// dropped packets left it; so does a segment that starts past the
+    /// delivery point, one the program let through for another reason
+    /// than timing (an IP fragment, IPv6 extension headers) after it had
+    /// dropped some. Other segments of a listed direction were on their way
+    /// before it was listed: they come before the dropped ones.
     #[inline(never)]
-    pub(crate) fn subzero_before(&mut self, flow: &FlowOf, control: bool) {
-        if !control {
-            return;
-        }
+    pub(crate) fn subzero_before(&mut self, flow: &FlowOf, seg: &TcpSegment<'_>) {
         let Some(idx) = self.find_flow(flow) else {
             return;
         };
-        self.subzero_take(idx, flow.side);
+        let f = seg.flags;
+        let take = f.syn()
+            || f.fin()
+            || f.rst()
+            || self.table.get(idx).is_some_and(|c| {
+                let me = &c.dirs[flow.side.index()];
+                let listed = me.ext.as_deref().is_some_and(|e| e.subzero.listed());
+                listed
+                    && me
+                        .offset_of(seg.seq)
+                        .is_some_and(|o| o > me.tcp().next as i64)
+            });
+        if take {
+            self.subzero_take(idx, flow.side);
+        }
     }
 
     /// After a packet of `flow` is processed: lists its direction if it may
@@ -142,12 +156,14 @@ impl<H: Handler> Worker<H> {
         let Some(idx) = self.find_flow(flow) else {
             return;
         };
-        self.subzero_list(idx, flow.side, true);
+        self.subzero_list(idx, flow.side);
     }
 
-    /// Lists direction `side` of connection `idx` if it may be: one level
-    /// up (twice the timeout) with `up`, else at the level it had.
-    fn subzero_list(&mut self, idx: u32, side: Side, up: bool) {
+    /// Lists direction `side` of connection `idx` if it may be: for the
+    /// first time, or after its entry timed out with twice the timeout
+    /// (Scap V-E), or after it was taken back for another reason at the
+    /// timeout it had.
+    fn subzero_list(&mut self, idx: u32, side: Side) {
         let Some(sz) = self.cfg.subzero.clone() else {
             return;
         };
@@ -163,19 +179,30 @@ impl<H: Handler> Worker<H> {
             return;
         };
         let id = conn.conn_id;
+        let kind = conn.kind;
         let me = &mut conn.dirs[side.index()];
+        let base = me.base();
         let Some(e) = me.ext.as_deref_mut() else {
             return;
         };
+        let from = e.tcp.next;
+        let seq = match kind {
+            Kind::Tcp => match base {
+                Some(b) => Some(b.wrapping_add(from as u32)),
+                None => return,
+            },
+            _ => None,
+        };
         let entry = &mut e.subzero;
-        match sz.map.insert(&dk) {
+        entry.from = from;
+        match sz.map.insert(&dk, seq) {
             Ok(()) => {
-                if up && entry.level == 0 {
+                if entry.level == 0 {
                     self.stats.subzero.installed += 1;
                 } else {
                     self.stats.subzero.reinstalled += 1;
                 }
-                if up || entry.level == 0 {
+                if entry.level == 0 || entry.status == Status::TimedOut {
                     entry.level = entry.level.saturating_add(1);
                 }
                 entry.status = Status::Listed;
@@ -209,13 +236,14 @@ impl<H: Handler> Worker<H> {
             return false;
         };
         e.subzero.status = Status::Unlisted;
+        let from = e.subzero.from;
         let Some(dk) = DropKey::of(key, side) else {
             return false;
         };
         if let Some(c) = sz.map.take(&dk) {
             self.stats.subzero.pkts += c.pkts;
             self.stats.subzero.bytes += c.bytes;
-            merge(me, kind, &c, &self.defaults, &mut self.budget);
+            merge(me, kind, &c, from, &self.defaults, &mut self.budget);
         }
         true
     }
@@ -300,7 +328,7 @@ impl<H: Handler> Worker<H> {
     /// Lists a direction that was just taken back again, at the same level
     /// (an interim report or an inactivity check, not a timeout).
     pub(crate) fn relist(&mut self, idx: u32, side: Side) {
-        self.subzero_list(idx, side, false);
+        self.subzero_list(idx, side);
     }
 
     /// Before an interim report of connection `idx`: its listed directions

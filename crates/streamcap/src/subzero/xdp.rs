@@ -6,6 +6,14 @@
 //! when the last file descriptor to it closes: when [`XdpFlowDrop`] is
 //! dropped, and also when the process dies, however it dies. Nothing is
 //! pinned, so nothing is left behind.
+//!
+//! An interface holds one XDP program. Processes of one kernel fan-out
+//! group (each owns the connections the kernel hands it) share it: the
+//! first loads and attaches it, recording its group in the program's
+//! `owner` map; another process of the same group finds it through the
+//! kernel's link and program tables ([`XdpFlowDrop::attach`] with a
+//! group), opens its maps and holds a descriptor of its link, so the
+//! program stays until the last of them ends.
 
 #![allow(unsafe_code)]
 
@@ -17,6 +25,13 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 /// The compiled program (an ELF object for the `bpf` target).
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/flow_drop.bpf.o"));
+
+/// The size of `struct drop_counts`, the flow map's value.
+const VALUE_SIZE: usize = 56;
+
+/// The slot of the `totals` map that holds the attaching capture's fan-out
+/// group + 1 (see `bpf/flow_drop.bpf.c`).
+const OWNER_SLOT: u32 = 1;
 
 /// `XDP_FLAGS_SKB_MODE`: the generic hook, after the kernel built an skb.
 const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
@@ -87,12 +102,15 @@ impl std::error::Error for XdpError {}
 pub struct XdpFlowDrop {
     flows: MapHandle,
     totals: MapHandle,
-    /// The link: closing it detaches the program.
+    /// The link: closing its last descriptor detaches the program.
     _link: OwnedFd,
-    /// Keeps the program and maps loaded.
-    _object: libbpf_rs::Object,
+    /// Keeps the program and maps loaded (`None` when joined: the link
+    /// holds the program, the map handles the maps).
+    _object: Option<libbpf_rs::Object>,
     mode: XdpMode,
     capacity: u32,
+    /// Whether another process of the same group had attached it.
+    joined: bool,
 }
 
 /// Packets and bytes the program dropped, over all CPUs.
@@ -106,15 +124,19 @@ pub struct XdpTotals {
 
 impl XdpFlowDrop {
     /// Loads the program with room for `entries` flow directions and
-    /// attaches it to `interface` in `mode`.
+    /// attaches it to `interface` in `mode`. With a fan-out `group`, a
+    /// program that a process of the same group attached is joined instead
+    /// (its map, its mode).
     ///
     /// Needs `CAP_BPF` and `CAP_NET_ADMIN` (root); fails with a message
     /// that says so, or names the interface that does not exist, or that
-    /// already has an XDP program.
+    /// already has an XDP program (another tool's, or streamcap's of
+    /// another group).
     pub fn attach(
         interface: &str,
         entries: u32,
         mode: AttachMode,
+        group: Option<u16>,
     ) -> Result<XdpFlowDrop, XdpError> {
         let fail = |message: String| XdpError {
             interface: interface.to_string(),
@@ -154,6 +176,18 @@ impl XdpFlowDrop {
                 })
         };
         let (flows, totals) = (map("flows")?, map("totals")?);
+        let tag = group.map_or(0, |g| u64::from(g) + 1);
+        let cpus =
+            libbpf_rs::num_possible_cpus().map_err(|e| fail(format!("counting the CPUs: {e}")))?;
+        let mut slot = [0u8; 16];
+        slot[..8].copy_from_slice(&tag.to_ne_bytes());
+        totals
+            .update_percpu(
+                &OWNER_SLOT.to_ne_bytes(),
+                &vec![slot.to_vec(); cpus],
+                MapFlags::ANY,
+            )
+            .map_err(|e| fail(format!("tagging the program with its group: {e}")))?;
         let tries: &[(u32, XdpMode)] = match mode {
             AttachMode::Auto => &[
                 (XDP_FLAGS_DRV_MODE, XdpMode::Native),
@@ -171,12 +205,21 @@ impl XdpFlowDrop {
                         flows,
                         totals,
                         _link: link,
-                        _object: object,
+                        _object: Some(object),
                         mode: m,
                         capacity: entries.max(1),
+                        joined: false,
                     })
                 }
-                Err(e) => errors.push((m, e)),
+                Err(e) => {
+                    let busy = matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST));
+                    if busy {
+                        if let Some(g) = group {
+                            return join(interface, ifindex, g);
+                        }
+                    }
+                    errors.push((m, e));
+                }
             }
         }
         let detail: Vec<String> = errors
@@ -208,6 +251,12 @@ impl XdpFlowDrop {
         self.capacity
     }
 
+    /// Whether another process of the same fan-out group had attached the
+    /// program, and this one joined it.
+    pub fn joined(&self) -> bool {
+        self.joined
+    }
+
     /// What the program dropped so far, over all CPUs.
     pub fn totals(&self) -> XdpTotals {
         let mut t = XdpTotals::default();
@@ -225,8 +274,13 @@ impl XdpFlowDrop {
 }
 
 impl FlowDropMap for XdpFlowDrop {
-    fn insert(&self, key: &DropKey) -> Result<(), InsertError> {
-        let value = [0u8; 48];
+    fn insert(&self, key: &DropKey, seq: Option<u32>) -> Result<(), InsertError> {
+        // `struct drop_counts`: six u64 counters, then max_end and seq_valid.
+        let mut value = [0u8; VALUE_SIZE];
+        if let Some(seq) = seq {
+            value[48..52].copy_from_slice(&seq.to_ne_bytes());
+            value[52..56].copy_from_slice(&1u32.to_ne_bytes());
+        }
         match self
             .flows
             .update(&key.as_bytes(), &value, MapFlags::NO_EXIST)
@@ -243,28 +297,116 @@ impl FlowDropMap for XdpFlowDrop {
     fn take(&self, key: &DropKey) -> Option<DropCounts> {
         let v = self.flows.lookup_and_delete(&key.as_bytes()).ok()??;
         let last_ns = read_u64(&v, 32);
-        let seq_valid = read_u32(&v, 44) != 0;
         Some(DropCounts {
             pkts: read_u64(&v, 0),
             bytes: read_u64(&v, 8),
             payload: read_u64(&v, 16),
             data_pkts: read_u64(&v, 24),
-            max_end: seq_valid.then(|| read_u32(&v, 40)),
+            advance: read_u64(&v, 40),
             last: (last_ns != 0).then(|| monotonic_to_wall(last_ns)),
         })
     }
+}
+
+/// Joins the flow-drop program a process of fan-out group `group` attached
+/// to `interface`: finds its link and program in the kernel's tables,
+/// checks that it is streamcap's and of the same group, and opens its maps.
+fn join(interface: &str, ifindex: i32, group: u16) -> Result<XdpFlowDrop, XdpError> {
+    use libbpf_rs::query::{LinkInfoIter, LinkTypeInfo, ProgInfoIter, ProgInfoQueryOptions};
+    let fail = |message: String| XdpError {
+        interface: interface.to_string(),
+        message,
+    };
+    let busy = "the interface already has an XDP program".to_string();
+    // The program on this interface (interface indexes are per network
+    // namespace; program ids are not), then the link that holds it.
+    let (prog_id, attach_mode) = query(ifindex).ok_or_else(|| fail(busy.clone()))?;
+    let link = LinkInfoIter::default()
+        .find(|l| l.prog_id == prog_id && matches!(&l.info, LinkTypeInfo::Xdp(_)));
+    let Some(link) = link else {
+        return Err(fail(format!(
+            "{busy}, not attached through a link (another tool's: `ip link set dev {interface} xdp off` removes it)"
+        )));
+    };
+    let opts = ProgInfoQueryOptions::default().include_map_ids(true);
+    let prog = ProgInfoIter::with_query_opts(opts).find(|p| p.id == prog_id);
+    let Some(prog) = prog.filter(|p| p.name.to_str() == Some("flow_drop")) else {
+        return Err(fail(format!("{busy}, and not streamcap's")));
+    };
+    let mut maps = Vec::new();
+    for id in &prog.map_ids {
+        let m = MapHandle::from_map_id(*id).map_err(|e| fail(format!("opening map {id}: {e}")))?;
+        maps.push(m);
+    }
+    let mut take = |name: &str| {
+        maps.iter()
+            .position(|m| m.name() == name)
+            .map(|i| maps.swap_remove(i))
+            .ok_or_else(|| fail(format!("{busy}: streamcap's, but without its {name} map")))
+    };
+    let (flows, totals) = (take("flows")?, take("totals")?);
+    let tag = totals
+        .lookup_percpu(&OWNER_SLOT.to_ne_bytes(), MapFlags::ANY)
+        .ok()
+        .flatten()
+        .and_then(|per_cpu| per_cpu.first().map(|v| read_u64(v, 0)))
+        .unwrap_or(0);
+    if tag != u64::from(group) + 1 {
+        let theirs = match tag {
+            0 => "no fan-out group".to_string(),
+            t => format!("fan-out group {}", t - 1),
+        };
+        return Err(fail(format!(
+            "{busy}: streamcap's, attached by a capture in {theirs}, not in group {group}"
+        )));
+    }
+    let link_fd = link_by_id(link.id).map_err(|e| fail(format!("opening its link: {e}")))?;
+    let mode = match attach_mode {
+        2 => XdpMode::Generic,
+        _ => XdpMode::Native,
+    };
+    let capacity = flows.max_entries();
+    Ok(XdpFlowDrop {
+        flows,
+        totals,
+        _link: link_fd,
+        _object: None,
+        mode,
+        capacity,
+        joined: true,
+    })
+}
+
+/// A descriptor of BPF link `id`.
+fn link_by_id(id: u32) -> std::io::Result<OwnedFd> {
+    // SAFETY: a plain syscall wrapper; it takes an id and returns a new
+    // descriptor or -errno.
+    let fd = unsafe { libbpf_sys::bpf_link_get_fd_by_id(id) };
+    if fd < 0 {
+        return Err(std::io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: `fd` is a descriptor bpf_link_get_fd_by_id just opened for us alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The id of the XDP program on `ifindex` and how it is attached
+/// (`XDP_ATTACHED_DRV` 1, `XDP_ATTACHED_SKB` 2, `XDP_ATTACHED_HW` 3), if
+/// the kernel says.
+fn query(ifindex: i32) -> Option<(u32, u8)> {
+    let mut opts = libbpf_sys::bpf_xdp_query_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_xdp_query_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: `opts` is a valid, writable options struct whose `sz` is its
+    // size; libbpf fills it and returns 0 or -errno.
+    let r = unsafe { libbpf_sys::bpf_xdp_query(ifindex, 0, &mut opts) };
+    (r == 0 && opts.prog_id != 0).then_some((opts.prog_id, opts.attach_mode))
 }
 
 fn read_u64(v: &[u8], at: usize) -> u64 {
     v.get(at..at + 8)
         .and_then(|b| b.try_into().ok())
         .map_or(0, u64::from_ne_bytes)
-}
-
-fn read_u32(v: &[u8], at: usize) -> u32 {
-    v.get(at..at + 4)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u32::from_ne_bytes)
 }
 
 /// Nanoseconds of a clock.
@@ -304,4 +446,43 @@ fn link_xdp(prog_fd: i32, ifindex: i32, flags: u32) -> std::io::Result<OwnedFd> 
     }
     // SAFETY: `fd` is a descriptor bpf_link_create just opened for us alone.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `bpf_ktime_get_ns()` time (CLOCK_MONOTONIC) read now maps to the
+    /// wall clock now.
+    #[test]
+    fn monotonic_times_map_to_the_wall_clock() {
+        let wall = clock_ns(libc::CLOCK_REALTIME);
+        let mapped = monotonic_to_wall(clock_ns(libc::CLOCK_MONOTONIC));
+        assert!(
+            mapped.0.abs_diff(wall) < 1_000_000_000,
+            "{} vs {wall}",
+            mapped.0
+        );
+        assert!(wall > 1_600_000_000 * 1_000_000_000);
+    }
+
+    /// The key's bytes are the C struct's layout: 44 bytes, fields in
+    /// order, native byte order.
+    #[test]
+    fn keys_have_the_programs_layout() {
+        let k = DropKey {
+            src: [1; 16],
+            dst: [2; 16],
+            vlan: 0x0003_0004,
+            sport: 0x0506,
+            dport: 0x0708,
+            proto: 6,
+            v6: 1,
+            pad: [0; 2],
+        };
+        let b = k.as_bytes();
+        assert_eq!(b.len(), std::mem::size_of::<DropKey>());
+        assert_eq!(&b[32..36], &0x0003_0004u32.to_ne_bytes());
+        assert_eq!((b[40], b[41], b[42], b[43]), (6, 1, 0, 0));
+    }
 }

@@ -1,0 +1,428 @@
+//! Subzero copy (`--xdp`, docs/xdp.md) end to end: generated captures
+//! replayed into a veth pair inside a network namespace of the test's own
+//! and captured with and without the XDP flow-drop stage. The live part
+//! needs a build with `--features xdp` and root; it skips with a message
+//! otherwise (`scripts/test-xdp.sh` builds and runs it).
+
+mod common;
+
+#[path = "common/netns.rs"]
+mod netns;
+
+use common::*;
+
+/// `--xdp` applies to live capture only.
+#[test]
+fn xdp_on_a_file_is_a_usage_error() {
+    let o = run(&["flows", "-r", "../../samples/sample.pcap", "--xdp"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--xdp") && err.contains("live interface"),
+        "{err}"
+    );
+}
+
+/// A build without the feature refuses `--xdp` before opening anything,
+/// saying how to rebuild, and `--xdp=auto` goes on without it.
+#[cfg(not(feature = "xdp"))]
+#[test]
+fn a_build_without_xdp_says_so() {
+    let o = run(&["flows", "-i", "lo", "--xdp", "-c", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("built without XDP") && err.contains("--features xdp"),
+        "{err}"
+    );
+    let o = run(&["flows", "-i", "no-such-if0", "--xdp=auto"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--xdp=auto: this streamcap was built without XDP"),
+        "{err}"
+    );
+}
+
+#[cfg(feature = "xdp")]
+mod live {
+    use super::common::{self, json_lines, run, BIN};
+    use super::netns::*;
+    use serde_json::Value;
+    use std::collections::BTreeMap;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+    use streamcap_gen::campus::CampusConfig;
+    use streamcap_gen::{Capture as Gen, Direction, TcpConversation};
+
+    /// The stats-json of a run.
+    fn stats(path: &Path) -> Value {
+        let text = std::fs::read_to_string(path).expect("read --stats-json");
+        serde_json::from_str(&text).expect("stats json")
+    }
+
+    /// Captures a replay of `pcap` with `flows ARGS -i scb --stats-json`;
+    /// returns the records by connection, the statistics and the summary.
+    fn capture(
+        ns: &Netns,
+        pcap: &Path,
+        args: &[&str],
+        tag: &str,
+    ) -> (BTreeMap<String, Value>, Value, String) {
+        let dir = common::tempdir(&format!("xdp-{tag}"));
+        let sj = dir.join("stats.json");
+        let mut a = vec!["flows", "--stats-json", sj.to_str().unwrap_or_default()];
+        a.extend_from_slice(args);
+        let c = ns.capture(&a);
+        ns.replay(pcap);
+        let (out, summary) = c.interrupt();
+        assert_eq!(out.status.code(), Some(0), "{tag}: {summary}");
+        (by_connection(&out.stdout), stats(&sj), summary)
+    }
+
+    /// The per-direction counters of every record, with and without XDP,
+    /// are the same: the packets dropped in XDP are counted as if the
+    /// engine had seen them. The kernel socket saw fewer packets, by
+    /// exactly what XDP reports; connections still end by FIN or RST.
+    #[test]
+    fn records_are_the_same_with_and_without_xdp() {
+        let Some(ns) = Netns::new("xdp-same") else {
+            return;
+        };
+        let pcap = temp_capture(
+            "xdp-same",
+            Some(CampusConfig {
+                seed: 21,
+                packets: 12_000,
+                concurrency: 200,
+                vlan: 0.1,
+                ipv6: 0.1,
+                fragment: 0.02,
+                ..CampusConfig::default()
+            }),
+        );
+        let one = capture(&ns, &pcap, &["--cutoff", "1KiB"], "plain");
+        // Two workers: the kernel's fan-out defragments, so the sockets
+        // count a fragmented datagram once.
+        let two = capture(
+            &ns,
+            &pcap,
+            &["--cutoff", "1KiB", "--workers", "2"],
+            "plain2",
+        );
+        for (tag, extra) in [
+            ("native", &["--xdp"][..]),
+            ("generic", &["--xdp", "--xdp-mode", "generic"][..]),
+            ("two-workers", &["--xdp", "--workers", "2"][..]),
+        ] {
+            let (plain, plain_stats, _) = if tag == "two-workers" { &two } else { &one };
+            let mut args = vec!["--cutoff", "1KiB"];
+            args.extend_from_slice(extra);
+            let (early, s, summary) = capture(&ns, &pcap, &args, tag);
+            let want_mode = if tag == "generic" {
+                "generic"
+            } else {
+                "native"
+            };
+            assert_eq!(s["xdp"]["mode"], want_mode, "{summary}");
+            assert_eq!(plain.len(), early.len(), "{tag}: record count");
+            for (k, r) in plain {
+                assert_eq!(Some(r), early.get(k), "{tag}: {k}");
+            }
+            let dropped = s["xdp"]["dropped_packets"].as_u64().unwrap_or(0);
+            let seen = s["kernel"]["received"].as_u64().unwrap_or(0);
+            let all = plain_stats["kernel"]["received"].as_u64().unwrap_or(0);
+            assert!(
+                dropped > all / 4,
+                "{tag}: {dropped} of {all} dropped in XDP"
+            );
+            assert_eq!(seen + dropped, all, "{tag}: socket + XDP = every frame");
+            for end in ["fin", "rst"] {
+                assert_eq!(
+                    s["flows"]["ended"][end], plain_stats["flows"]["ended"][end],
+                    "{tag}: connections ended by {end}"
+                );
+            }
+            assert!(summary.contains(&format!("dropped in XDP ({want_mode} mode)")));
+        }
+    }
+
+    /// A pcap of one TCP connection whose client sends `sends` small
+    /// messages, each acknowledged.
+    fn quiet_stream(sends: usize) -> PathBuf {
+        let ep = |s: &str| s.parse().expect("address");
+        let mut conv = TcpConversation::new(ep("10.1.0.1:40000"), ep("10.1.0.2:80"));
+        for i in 0..sends {
+            conv = conv.send(Direction::ToServer, vec![b'a' + (i % 26) as u8; 100]);
+        }
+        let mut g = Gen::new();
+        g.add(&conv);
+        let dir = common::tempdir("xdp-quiet");
+        let p = dir.join("quiet.pcap");
+        std::fs::write(&p, g.to_pcap_bytes()).expect("write capture");
+        p
+    }
+
+    /// Replays `pcap` slowly (20 frames per second).
+    fn replay_slowly(ns: &Netns, pcap: &Path) {
+        let o = ns
+            .exec(&[
+                BIN,
+                "replay",
+                "-r",
+                pcap.to_str().unwrap_or_default(),
+                "-i",
+                "sca",
+                "--pps",
+                "20",
+            ])
+            .output()
+            .expect("run streamcap replay");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// A long, quiet stream past its cutoff: its entry times out, the next
+    /// segment reaches the engine, and the entry is listed again with twice
+    /// the timeout (Scap V-E); the record is the same as without XDP.
+    #[test]
+    fn a_timed_out_entry_is_listed_again() {
+        let Some(ns) = Netns::new("xdp-quiet") else {
+            return;
+        };
+        let pcap = quiet_stream(60);
+        let mut results = Vec::new();
+        for xdp in [false, true] {
+            let dir = common::tempdir("xdp-quiet-run");
+            let sj = dir.join("stats.json");
+            let mut args = vec![
+                "flows",
+                "--cutoff",
+                "0",
+                "--stats-json",
+                sj.to_str().unwrap_or_default(),
+            ];
+            if xdp {
+                args.extend(["--xdp", "--xdp-timeout", "0.5"]);
+            }
+            let c = ns.capture(&args);
+            replay_slowly(&ns, &pcap);
+            let (out, summary) = c.interrupt();
+            assert_eq!(out.status.code(), Some(0), "{summary}");
+            results.push((by_connection(&out.stdout), stats(&sj)));
+        }
+        let (plain, early) = (&results[0], &results[1]);
+        assert_eq!(plain.0, early.0, "records");
+        let x = &early.1["xdp"];
+        let n = |k: &str| x[k].as_u64().unwrap_or(0);
+        assert_eq!(n("listed"), 1, "{x}");
+        assert!(n("timed_out") >= 2 && n("listed_again") >= 2, "{x}");
+        assert!(n("dropped_packets") > 20, "{x}");
+    }
+
+    /// Whether interface `scb` of `ns` has an XDP program attached.
+    fn attached(ns: &Netns) -> bool {
+        let o = Command::new("ip")
+            .args(["-n", &ns.name, "-d", "link", "show", "dev", "scb"])
+            .output()
+            .expect("ip link show");
+        String::from_utf8_lossy(&o.stdout).contains("prog/xdp")
+    }
+
+    fn wait_detached(ns: &Netns) -> bool {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) {
+            if !attached(ns) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// The program is on the interface while capturing and off after
+    /// Ctrl-C, and also after the process is killed (the kernel removes
+    /// the link with it). Two captures cannot both attach: the second
+    /// says why and exits 2.
+    #[test]
+    fn the_program_comes_off_on_exit_and_when_killed() {
+        let Some(ns) = Netns::new("xdp-detach") else {
+            return;
+        };
+        let c = ns.capture(&["flows", "--xdp", "-o", "/dev/null"]);
+        assert!(attached(&ns), "attached while capturing");
+        let o = ns
+            .exec(&[BIN, "flows", "-i", "scb", "--xdp", "-o", "/dev/null"])
+            .output()
+            .expect("second capture");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("already has an XDP program"), "{err}");
+        let _ = c.interrupt();
+        assert!(wait_detached(&ns), "detached after Ctrl-C");
+
+        let c = ns.capture(&["flows", "--xdp", "-o", "/dev/null"]);
+        assert!(attached(&ns));
+        c.kill();
+        assert!(wait_detached(&ns), "detached after SIGKILL");
+    }
+
+    /// Two processes of one fan-out group share one program and map: each
+    /// reports exactly its own connections (their union is every record of
+    /// a capture without XDP), the second says it joined, a process of
+    /// another group is refused, and the program stays attached until the
+    /// last of the group ends.
+    #[test]
+    fn processes_of_one_fanout_group_share_the_program() {
+        let Some(ns) = Netns::new("xdp-group") else {
+            return;
+        };
+        let pcap = temp_capture(
+            "xdp-group",
+            Some(CampusConfig {
+                seed: 23,
+                packets: 12_000,
+                concurrency: 200,
+                ..CampusConfig::default()
+            }),
+        );
+        let (want, _, _) = capture(
+            &ns,
+            &pcap,
+            &["--cutoff", "1KiB", "--group", "4242"],
+            "alone",
+        );
+        let dir = common::tempdir("xdp-group-stats");
+        let (ja, jb) = (dir.join("a.json"), dir.join("b.json"));
+        let args = |j: &Path| {
+            vec![
+                "flows".to_string(),
+                "--cutoff".into(),
+                "1KiB".into(),
+                "--xdp".into(),
+                "--group".into(),
+                "4242".into(),
+                "--stats-json".into(),
+                j.display().to_string(),
+            ]
+        };
+        let aa = args(&ja);
+        let a = ns.capture(&aa.iter().map(String::as_str).collect::<Vec<_>>());
+        let bb = args(&jb);
+        let b = ns.capture(&bb.iter().map(String::as_str).collect::<Vec<_>>());
+        // Another group: refused.
+        let o = ns
+            .exec(&[
+                BIN,
+                "flows",
+                "-i",
+                "scb",
+                "--xdp",
+                "--group",
+                "7",
+                "-o",
+                "/dev/null",
+            ])
+            .output()
+            .expect("capture of another group");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("fan-out group 4242, not in group 7"), "{err}");
+        ns.replay(&pcap);
+        let (oa, sa) = a.interrupt();
+        assert_eq!(oa.status.code(), Some(0), "{sa}");
+        assert!(
+            attached(&ns),
+            "still attached while the second process runs"
+        );
+        let (ob, sb) = b.interrupt();
+        assert_eq!(ob.status.code(), Some(0), "{sb}");
+        assert!(wait_detached(&ns), "detached after the last process");
+        assert!(sb.contains("program shared in the fan-out group"), "{sb}");
+        let (ra, rb) = (by_connection(&oa.stdout), by_connection(&ob.stdout));
+        assert!(
+            !ra.is_empty() && !rb.is_empty(),
+            "both processes got connections"
+        );
+        assert_eq!(ra.len() + rb.len(), want.len());
+        for (k, w) in &want {
+            let g = ra.get(k).or_else(|| rb.get(k));
+            assert_eq!(g, Some(w), "{k}");
+        }
+        let dropped = |j: &Path| stats(j)["xdp"]["dropped_packets"].as_u64().unwrap_or(0);
+        assert!(dropped(&ja) > 0 && dropped(&jb) > 0, "{sa}\n{sb}");
+    }
+
+    /// The ```` ```console root xdp ```` examples of docs/ run and print
+    /// what the pages show (on `lo` in a namespace of their own, as
+    /// tests/docs.rs runs live examples).
+    #[test]
+    fn doc_examples_run() {
+        use super::common::examples;
+        if !examples::can_capture_live() {
+            common::skip("the xdp examples of docs/ need root");
+            return;
+        }
+        let path = examples::path_with_bin();
+        let (mut ran, mut failures) = (0, Vec::new());
+        let mut scratch = examples::Scratch::new("streamcap-xdp-docs", &["samples"]);
+        for page in examples::pages() {
+            for ex in examples::examples(&page).into_iter().filter(|e| e.xdp) {
+                let dir = scratch.folder(&page, &ex);
+                if let Err(e) = examples::check(&ex, &dir, &path, &[]) {
+                    failures.push(format!("{}: $ {}\n{e}", ex.place, ex.command));
+                }
+                ran += 1;
+            }
+        }
+        drop(scratch);
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        assert!(ran >= 1, "no xdp examples found in docs/");
+    }
+
+    /// Clear errors: no such interface, `any`, bad sizes, and no privileges.
+    #[test]
+    fn xdp_errors_are_clear() {
+        let cases: [(&[&str], &str); 4] = [
+            (&["-i", "no-such-if0", "--xdp"], "no-such-if0"),
+            (&["-i", "any", "--xdp"], "not to `any`"),
+            (
+                &["-i", "lo", "--xdp", "--xdp-entries", "0"],
+                "--xdp-entries 0",
+            ),
+            (
+                &["-i", "lo", "--xdp", "--xdp-timeout", "0"],
+                "--xdp-timeout 0",
+            ),
+        ];
+        for (args, want) in cases {
+            let mut a = vec!["flows"];
+            a.extend_from_slice(args);
+            let o = run(&a);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(want), "{args:?}: {err}");
+        }
+        // Without privileges (as nobody): the message says what is needed.
+        if !common::have("setpriv", "--version") {
+            common::skip("setpriv (util-linux) is not installed: the privilege case");
+            return;
+        }
+        let o = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN])
+            .args(["flows", "-i", "lo", "--xdp"])
+            .output()
+            .expect("setpriv");
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.code() == Some(0) {
+            common::skip("running as nobody still loads BPF programs here");
+            return;
+        }
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("needs root"), "{err}");
+    }
+
+    #[allow(dead_code)]
+    fn _uses(_: &[Value]) {
+        let _ = json_lines;
+    }
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The XDP tests: builds the command line with the `xdp` feature (the
+# flow-drop program is compiled with clang against libbpf-dev's headers and
+# loaded with libbpf) and runs crates/streamcap-cli/tests/xdp.rs, which
+# captures replays on a veth pair inside a network namespace of its own
+# with and without `--xdp` (docs/xdp.md) and needs root.
+#
+#   scripts/test-xdp.sh [TEST ARGS...]        e.g. -- --nocapture
+#
+# Without clang or libbpf-dev it says what is missing and exits 0 (sudo
+# scripts/install-deps.sh installs them), unless STREAMCAP_XDP_REQUIRED=1,
+# when it fails instead; the same without root, where the live tests would
+# skip. The rest of the project builds and tests without either.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+missing=()
+command -v "${CLANG:-clang}" >/dev/null 2>&1 || missing+=("clang (compiles the XDP program)")
+[ -e /usr/include/bpf/bpf_helpers.h ] || missing+=("libbpf-dev (the program's headers, and libbpf to load it)")
+if [ ${#missing[@]} -gt 0 ]; then
+  for m in "${missing[@]}"; do
+    echo "test-xdp: missing: $m" >&2
+  done
+  echo "test-xdp: the XDP tests were not run (sudo scripts/install-deps.sh installs clang and libbpf-dev)" >&2
+  [ "${STREAMCAP_XDP_REQUIRED:-0}" = 1 ] && exit 1
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ] && [ "${STREAMCAP_XDP_REQUIRED:-0}" = 1 ]; then
+  echo "test-xdp: the XDP tests need root (a veth pair, a BPF program)" >&2
+  exit 1
+fi
+cargo test -p streamcap --features xdp --lib subzero
+cargo test -p streamcap-cli --features xdp --test xdp "$@"
