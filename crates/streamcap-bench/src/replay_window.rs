@@ -128,7 +128,7 @@ impl Sampler {
             .map(|(pid, &t)| t - self.others.get(pid).copied().unwrap_or(0.0))
             .filter(|&t| t > 0.0)
             .sum();
-        w.others_cpus = (!self.others.is_empty()).then(|| used / secs.max(1e-9));
+        w.others_cpus = (!self.others.is_empty()).then(|| (used / secs.max(1e-9)).max(0.0));
         Some(w)
     }
 }
