@@ -127,8 +127,9 @@ impl Sampler {
             .iter()
             .map(|(pid, &t)| t - self.others.get(pid).copied().unwrap_or(0.0))
             .filter(|&t| t > 0.0)
-            .sum();
-        w.others_cpus = (!self.others.is_empty()).then(|| (used / secs.max(1e-9)).max(0.0));
+            // From +0.0: an empty f64 sum() is -0.0.
+            .fold(0.0, |a, t| a + t);
+        w.others_cpus = (!self.others.is_empty()).then(|| used / secs.max(1e-9));
         Some(w)
     }
 }
