@@ -227,8 +227,10 @@ enum Receiver {
     Baseline,
     /// `streamcap flows -i --cutoff C`: discards in user space.
     Copy,
-    /// The same with `--xdp`.
+    /// The same with `--xdp` (the driver's hook where it has one).
     Xdp,
+    /// The same with `--xdp --xdp-mode generic` (the kernel's generic hook).
+    XdpGeneric,
     /// `nids_analyse -i -n 0`.
     Libnids,
     /// `tcpdump -w /dev/null -B 32768`.
@@ -237,9 +239,10 @@ enum Receiver {
 
 impl Receiver {
     /// Every receiver, in the tables' order.
-    const ALL: [Receiver; 5] = [
+    const ALL: [Receiver; 6] = [
         Receiver::Copy,
         Receiver::Xdp,
+        Receiver::XdpGeneric,
         Receiver::Libnids,
         Receiver::Tcpdump,
         Receiver::Baseline,
@@ -251,6 +254,7 @@ impl Receiver {
             Receiver::Baseline => "no receiver (replay alone)",
             Receiver::Copy => "streamcap (user-space discard)",
             Receiver::Xdp => "streamcap --xdp",
+            Receiver::XdpGeneric => "streamcap --xdp (generic)",
             Receiver::Libnids => "libnids (nids_analyse -n 0)",
             Receiver::Tcpdump => "tcpdump -w /dev/null",
         }
@@ -258,7 +262,7 @@ impl Receiver {
 
     /// Whether it takes a cutoff (else it is measured once).
     fn has_cutoff(self) -> bool {
-        matches!(self, Receiver::Copy | Receiver::Xdp)
+        matches!(self, Receiver::Copy | Receiver::Xdp | Receiver::XdpGeneric)
     }
 }
 
@@ -465,10 +469,13 @@ fn command(ns: &Netns, o: &Opts, r: Receiver, cutoff: &str) -> Option<(Command, 
     let sc = o.streamcap.to_str().unwrap_or_default();
     match r {
         Receiver::Baseline => None,
-        Receiver::Copy | Receiver::Xdp => {
+        Receiver::Copy | Receiver::Xdp | Receiver::XdpGeneric => {
             let mut args = vec![sc, "flows", "-i", "scb", "--cutoff", cutoff];
             if r == Receiver::Xdp {
                 args.push("--xdp");
+            }
+            if r == Receiver::XdpGeneric {
+                args.extend(["--xdp", "--xdp-mode", "generic"]);
             }
             args.extend(["-o", "/dev/null"]);
             Some((ns.cmd(&args), "capturing on"))
@@ -486,7 +493,7 @@ fn command(ns: &Netns, o: &Opts, r: Receiver, cutoff: &str) -> Option<(Command, 
 fn unavailable(o: &Opts, r: Receiver) -> Option<String> {
     match r {
         Receiver::Baseline | Receiver::Copy => None,
-        Receiver::Xdp => {
+        Receiver::Xdp | Receiver::XdpGeneric => {
             let help = Command::new(&o.streamcap)
                 .args(["flows", "--help"])
                 .output()
@@ -520,7 +527,7 @@ fn veth_dropped(anchor: u32) -> u64 {
 fn counters(r: Receiver, text: &str) -> (Option<u64>, Option<u64>, Option<XdpLine>) {
     match r {
         Receiver::Baseline => (None, None, None),
-        Receiver::Copy | Receiver::Xdp => {
+        Receiver::Copy | Receiver::Xdp | Receiver::XdpGeneric => {
             let (received, dropped) = Tool::Streamcap.counters(text);
             (Some(received), Some(dropped), parse_xdp(text))
         }
@@ -683,7 +690,7 @@ pub fn cmd_xdp_cutoff(args: &[String]) -> Result<(), String> {
     // peers, the baseline again.
     let mut plan: Vec<(Receiver, Option<&Cutoff>)> = vec![(Receiver::Baseline, None)];
     for c in &o.cutoffs {
-        for r in [Receiver::Copy, Receiver::Xdp] {
+        for r in [Receiver::Copy, Receiver::Xdp, Receiver::XdpGeneric] {
             if receivers.contains(&r) {
                 plan.push((r, Some(c)));
             }
