@@ -403,7 +403,8 @@ fi
 # namespace of its own, captured in turn by streamcap flows -i with each
 # cutoff (discarding in user space, and with --xdp), libnids and tcpdump;
 # the machine's CPU while packets flow and the loss
-# (bench/results/xdp-cutoff.json, and xdp-cutoff.png with --plot). --xdp
+# (bench/results/xdp-cutoff.json, and xdp-cutoff.png with --plot); then
+# the same on the NIC path (xdp-cutoff-nic.json, .png). --xdp
 # needs the build with the xdp feature (clang, libbpf-dev): built here, last,
 # into the same target (the next run.sh builds the plain one again); where
 # it fails, the experiment runs without the --xdp rows.
@@ -416,9 +417,20 @@ else
   [ -s "$XC_PCAP" ] || "$BIN/streamcap-gen" campus -o "$XC_PCAP" --packets 300000 --seed 1 --elephants 64 >&2
   cargo build --release -q -p streamcap-cli --features xdp >&2 ||
     say "the streamcap build with --features xdp failed (see above): no --xdp rows"
-  XC_ARGS=(xdp-cutoff --streamcap "$BIN/streamcap" --pcap "$XC_PCAP" --peers "$PEERS"
-           --rate "${BENCH_XDP_CUTOFF_RATE:-0.5}" --json bench/results/xdp-cutoff.json)
-  [ "$PLOT" = 1 ] && XC_ARGS+=(--png bench/results/xdp-cutoff.png)
-  [ -n "${BENCH_WAIT_IDLE:-}" ] && XC_ARGS+=(--wait-idle "$BENCH_WAIT_IDLE")
-  "$BIN/streamcap-bench" "${XC_ARGS[@]}" || say "XDP cutoff experiment failed (see above)"
+  # On the veth pair, then on the NIC path (--nic-path: the frames reach
+  # the capture interface as XDP frames, redirected by a program that
+  # clang compiles), each with its own results file.
+  for XC_PATH in veth nic; do
+    XC_OUT=bench/results/xdp-cutoff
+    XC_ARGS=(xdp-cutoff --streamcap "$BIN/streamcap" --pcap "$XC_PCAP" --peers "$PEERS"
+             --rate "${BENCH_XDP_CUTOFF_RATE:-0.5}")
+    if [ "$XC_PATH" = nic ]; then
+      XC_OUT=bench/results/xdp-cutoff-nic
+      XC_ARGS+=(--nic-path)
+    fi
+    XC_ARGS+=(--json "$XC_OUT.json")
+    [ "$PLOT" = 1 ] && XC_ARGS+=(--png "$XC_OUT.png")
+    [ -n "${BENCH_WAIT_IDLE:-}" ] && XC_ARGS+=(--wait-idle "$BENCH_WAIT_IDLE")
+    "$BIN/streamcap-bench" "${XC_ARGS[@]}" || say "XDP cutoff experiment ($XC_PATH) failed (see above)"
+  done
 fi

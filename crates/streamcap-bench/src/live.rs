@@ -163,13 +163,23 @@ impl Tool {
     /// The command capturing on `scb` in `ns`, and the text of the stderr
     /// line that says it is capturing.
     pub(crate) fn command(self, ns: &Netns, streamcap: &Path) -> (Command, &'static str) {
+        self.command_on(ns, streamcap, "scb")
+    }
+
+    /// [`Tool::command`] capturing on `iface` instead of `scb`.
+    pub(crate) fn command_on(
+        self,
+        ns: &Netns,
+        streamcap: &Path,
+        iface: &str,
+    ) -> (Command, &'static str) {
         match self {
             Tool::Streamcap => (
                 ns.cmd(&[
                     streamcap.to_str().unwrap_or_default(),
                     "flows",
                     "-i",
-                    "scb",
+                    iface,
                     "-o",
                     "/dev/null",
                 ]),
@@ -180,7 +190,7 @@ impl Tool {
                 ns.cmd(&[
                     "tcpdump",
                     "-i",
-                    "scb",
+                    iface,
                     "-n",
                     "-B",
                     "32768",

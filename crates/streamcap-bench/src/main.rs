@@ -17,6 +17,7 @@
 //! streamcap-bench xdp-cutoff --streamcap BIN --pcap FILE [--peers DIR] [--rate R]
 //!                            [--cutoffs C,C,...] [--packets N] [--wait-idle CPUS]
 //!                            [--max-others CPUS] [--tries N] [--json FILE] [--png FILE]
+//!                            [--nic-path]
 //! streamcap-bench nids-rules --count N -o FILE [--seed S]
 //! streamcap-bench nids --streamcap BIN [--streamcap-plain BIN] [--peers DIR] [--suricata BIN|none] [--runs N]
 //!                      [--rules N,N,...] [--other-rules N,...] [--seed S] [--json FILE]
@@ -40,6 +41,7 @@ mod gen;
 mod host;
 mod idle;
 mod live;
+mod nic_path;
 mod nids;
 mod nids_rules;
 mod overload;
@@ -122,6 +124,7 @@ usage:
   streamcap-bench xdp-cutoff --streamcap BIN --pcap FILE [--peers DIR] [--rate R]
                              [--cutoffs C,C,...] [--packets N] [--wait-idle CPUS]
                              [--max-others CPUS] [--tries N] [--json FILE] [--png FILE]
+                             [--nic-path]
       (root, tcpreplay) Scap's cutoff experiment: FILE (first N packets)
       replayed by tcpreplay at one fixed rate R (Gbit/s, or 500mbps,
       70000pps; default 0.5) onto a veth pair in a namespace of its own,
@@ -137,7 +140,9 @@ usage:
       kept more than --max-others CPUs busy (default 0.1) runs again, up
       to --tries times (default 3); Markdown tables on stdout, every run in
       --json, CPU, softirq and loss against the cutoff in --png;
-      --wait-idle as for nids
+      --wait-idle as for nids. --nic-path: the receivers capture on a
+      second veth pair fed by an XDP redirect (clang), where frames arrive
+      as XDP frames before any sk_buff, as from a NIC's driver
   streamcap-bench nids-rules --count N -o FILE [--seed S]
       N content rules in Suricata syntax (tcp and some udp, 4-32 bytes, some
       nocase): the campus model's planted signatures, strings of its

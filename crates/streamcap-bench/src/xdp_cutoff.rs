@@ -33,6 +33,7 @@
 
 use crate::attacks::human_bytes;
 use crate::live::{spawn_ready, Netns, Running, Tool};
+use crate::nic_path::NicPath;
 use crate::overload_live::{cannot_replay, field, nids_analyse, stop, tcpreplay, Sent};
 use crate::plot::{self, Panel, Series};
 use crate::replay_window::{net_dev_of, Sampler, Window};
@@ -157,6 +158,19 @@ struct Opts {
     tries: u32,
     json: Option<PathBuf>,
     png: Option<PathBuf>,
+    /// Capture on the NIC path (`crate::nic_path`) instead of `scb`.
+    nic_path: bool,
+}
+
+impl Opts {
+    /// The interface the receivers capture on.
+    fn iface(&self) -> &'static str {
+        if self.nic_path {
+            crate::nic_path::IFACE
+        } else {
+            "scb"
+        }
+    }
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -172,6 +186,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         tries: 3,
         json: None,
         png: None,
+        nic_path: false,
     };
     let mut cutoffs = DEFAULT_CUTOFFS.to_string();
     let mut it = args.iter();
@@ -207,6 +222,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--json" => o.json = Some(PathBuf::from(val()?)),
             "--png" => o.png = Some(PathBuf::from(val()?)),
+            "--nic-path" => o.nic_path = true,
             other => return Err(format!("unexpected argument {other}")),
         }
     }
@@ -386,6 +402,10 @@ struct Report {
     rate: Rate,
     /// The streamcap build.
     streamcap: String,
+    /// Where the receivers capture: `veth` (`scb`, frames that arrive as
+    /// the sender's `sk_buff`) or `nic-path` (`scd`, frames that arrive as
+    /// XDP frames, `crate::nic_path`).
+    path: &'static str,
     /// Every run, the baselines first.
     runs: Vec<RunResult>,
     /// Receivers that did not run.
@@ -470,7 +490,7 @@ fn command(ns: &Netns, o: &Opts, r: Receiver, cutoff: &str) -> Option<(Command, 
     match r {
         Receiver::Baseline => None,
         Receiver::Copy | Receiver::Xdp | Receiver::XdpGeneric => {
-            let mut args = vec![sc, "flows", "-i", "scb", "--cutoff", cutoff];
+            let mut args = vec![sc, "flows", "-i", o.iface(), "--cutoff", cutoff];
             if r == Receiver::Xdp {
                 args.push("--xdp");
             }
@@ -483,9 +503,9 @@ fn command(ns: &Netns, o: &Opts, r: Receiver, cutoff: &str) -> Option<(Command, 
         Receiver::Libnids => {
             let nids = nids_analyse(o.peers.as_ref()?).ok()?;
             let nids = nids.to_str().unwrap_or_default();
-            Some((ns.cmd(&[nids, "-i", "scb", "-n", "0"]), "capturing on"))
+            Some((ns.cmd(&[nids, "-i", o.iface(), "-n", "0"]), "capturing on"))
         }
-        Receiver::Tcpdump => Some(Tool::Tcpdump.command(ns, &o.streamcap)),
+        Receiver::Tcpdump => Some(Tool::Tcpdump.command_on(ns, &o.streamcap, o.iface())),
     }
 }
 
@@ -551,19 +571,38 @@ fn run_one(
     ns: &Netns,
     anchor: u32,
     o: &Opts,
+    nic: Option<&NicPath>,
     r: Receiver,
     cutoff: Option<&Cutoff>,
 ) -> Result<RunResult, String> {
     let veth0 = veth_dropped(anchor);
     let label = cutoff.map_or("unlimited", |c| c.label.as_str());
-    let running: Option<Running> = match command(ns, o, r, label) {
-        Some((cmd, ready)) => Some(spawn_ready(cmd, r.name(), ready)?),
-        None => None,
+    // On the NIC path streamcap's program takes the place of the pass
+    // program on `scd` for the run.
+    let own_program = nic.filter(|_| r == Receiver::Xdp);
+    if let Some(n) = own_program {
+        n.free(ns)?;
+    }
+    let running = match command(ns, o, r, label) {
+        Some((cmd, ready)) => spawn_ready(cmd, r.name(), ready).map(Some),
+        None => Ok(None),
+    };
+    let running: Option<Running> = match running {
+        Ok(r) => r,
+        Err(e) => {
+            if let Some(n) = own_program {
+                n.restore(ns)?;
+            }
+            return Err(e);
+        }
     };
     let sampler = Sampler::start(anchor, "sca");
     let sent = tcpreplay(ns, &o.pcap, &o.rate.tcpreplay_arg(), o.packets);
     let window = sampler.finish();
     let stopped = running.map(stop);
+    if let Some(n) = own_program {
+        n.restore(ns)?;
+    }
     let sent = sent?;
     let (text, wall, cpu) = match &stopped {
         Some((t, w, c)) => (t.as_str(), Some(*w), Some(*c)),
@@ -600,6 +639,7 @@ fn measure(
     ns: &Netns,
     anchor: u32,
     o: &Opts,
+    nic: Option<&NicPath>,
     r: Receiver,
     cutoff: Option<&Cutoff>,
     what: &str,
@@ -611,7 +651,7 @@ fn measure(
         if let Some(limit) = o.wait_idle {
             nids::wait_idle(limit, clk);
         }
-        let mut run = run_one(ns, anchor, o, r, cutoff)?;
+        let mut run = run_one(ns, anchor, o, nic, r, cutoff)?;
         run.tries = tries;
         let others = run.window.and_then(|w| w.others_cpus).unwrap_or(0.0);
         if others <= o.max_others || tries >= o.tries {
@@ -671,7 +711,12 @@ pub fn cmd_xdp_cutoff(args: &[String]) -> Result<(), String> {
     let mut skipped = Vec::new();
     let mut receivers = Vec::new();
     for r in Receiver::ALL {
-        match unavailable(&o, r) {
+        let why = if o.nic_path && r == Receiver::XdpGeneric {
+            Some("the NIC path needs a program in scd's driver hook, where the generic mode has none".to_string())
+        } else {
+            unavailable(&o, r)
+        };
+        match why {
             Some(reason) => {
                 println!("skipped: {}: {reason}", r.name());
                 skipped.push(Skipped {
@@ -684,6 +729,13 @@ pub fn cmd_xdp_cutoff(args: &[String]) -> Result<(), String> {
     }
     let load_before = host::loadavg();
     let ns = Netns::new()?;
+    let nic = if o.nic_path {
+        let tmp = std::env::temp_dir().join(format!("xdp-cutoff-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        Some(NicPath::new(&ns, &tmp)?)
+    } else {
+        None
+    };
     let anchor = Anchor::new(&ns)?;
     let pid = anchor.0.id();
     // The plan: baseline, each cutoff (user-space discard, then XDP), the
@@ -714,7 +766,7 @@ pub fn cmd_xdp_cutoff(args: &[String]) -> Result<(), String> {
             r.name(),
             cutoff.map_or(String::new(), |c| format!(" at cutoff {}", c.label))
         );
-        match measure(&ns, pid, &o, r, cutoff, &what) {
+        match measure(&ns, pid, &o, nic.as_ref(), r, cutoff, &what) {
             Ok(run) => {
                 eprintln!(
                     "streamcap-bench: {what}: sent {:.3} Gbit/s, CPU {} (softirq {}), loss {}",
@@ -756,6 +808,7 @@ pub fn cmd_xdp_cutoff(args: &[String]) -> Result<(), String> {
         trace,
         rate: o.rate,
         streamcap: o.streamcap.display().to_string(),
+        path: if o.nic_path { "nic-path" } else { "veth" },
         runs,
         skipped,
     };
@@ -801,11 +854,16 @@ fn print_report(r: &Report, cutoffs: &[Cutoff]) {
     let pct = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.1}"));
     println!();
     println!(
-        "## XDP cutoff: CPU and loss against the stream cutoff — {} ({} packets, {:.1} MB on the wire) at {}",
+        "## XDP cutoff: CPU and loss against the stream cutoff — {} ({} packets, {:.1} MB on the wire) at {}, captured on {}",
         r.pcap,
         r.trace.packets,
         r.trace.wire_bytes as f64 / 1e6,
-        r.rate.describe()
+        r.rate.describe(),
+        if r.path == "veth" {
+            "the veth (scb)"
+        } else {
+            "the NIC path (scd, frames redirected in XDP)"
+        }
     );
     println!();
     let kept: Vec<String> = r
@@ -936,7 +994,11 @@ fn draw(path: &Path, r: &Report, cutoffs: &[Cutoff]) -> Result<(), String> {
         sent.iter().copied().fold(0.0, f64::max)
     );
     let panel = |title: &str, y: &'static str, series: Vec<Series>| Panel {
-        title: format!("{title} — {} asked, {reached}", r.rate.describe()),
+        title: format!(
+            "{title} — {} asked, {reached}{}",
+            r.rate.describe(),
+            if r.path == "veth" { "" } else { ", NIC path" }
+        ),
         labels: ("stream cutoff", y),
         series,
         x_names: names.clone(),
