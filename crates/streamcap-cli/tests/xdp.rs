@@ -171,24 +171,6 @@ mod live {
         p
     }
 
-    /// Replays `pcap` slowly (20 frames per second).
-    fn replay_slowly(ns: &Netns, pcap: &Path) {
-        let o = ns
-            .exec(&[
-                BIN,
-                "replay",
-                "-r",
-                pcap.to_str().unwrap_or_default(),
-                "-i",
-                "sca",
-                "--pps",
-                "20",
-            ])
-            .output()
-            .expect("run streamcap replay");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-
     /// A long, quiet stream past its cutoff: its entry times out, the next
     /// segment reaches the engine, and the entry is listed again with twice
     /// the timeout (Scap V-E); the record is the same as without XDP.
@@ -213,7 +195,7 @@ mod live {
                 args.extend(["--xdp", "--xdp-timeout", "0.5"]);
             }
             let c = ns.capture(&args);
-            replay_slowly(&ns, &pcap);
+            ns.replay_at(&pcap, "sca", "20");
             let (out, summary) = c.interrupt();
             assert_eq!(out.status.code(), Some(0), "{summary}");
             results.push((by_connection(&out.stdout), stats(&sj)));

@@ -104,6 +104,11 @@ impl Netns {
 
     /// Replays `pcap` onto `iface` at the test rate.
     pub(crate) fn replay_on(&self, pcap: &Path, iface: &str) {
+        self.replay_at(pcap, iface, PPS);
+    }
+
+    /// Replays `pcap` onto `iface` at `pps` frames per second.
+    pub(crate) fn replay_at(&self, pcap: &Path, iface: &str, pps: &str) {
         let o = self
             .exec(&[
                 BIN,
@@ -113,7 +118,7 @@ impl Netns {
                 "-i",
                 iface,
                 "--pps",
-                PPS,
+                pps,
             ])
             .output()
             .expect("run streamcap replay");

@@ -10,8 +10,8 @@ use crate::source::{FileSource, PacketSource, RawPacket};
 use crate::subzero::{MemoryMap, SubzeroConfig, SubzeroStats};
 use crate::time::Timestamp;
 use crate::LinkType;
-use etherparse::PacketBuilder;
 use std::sync::Arc;
+use streamcap_gen::{Capture as Gen, Close, Direction as GenDirection, TcpConversation};
 
 const SEC: u64 = 1_000_000_000;
 
@@ -103,61 +103,56 @@ fn run_lagging(
     (w.into_handler(), stats, seen)
 }
 
-/// One TCP connection, client 10.0.0.1:40000 → 10.0.0.2:80: handshake
-/// at `t0`, then `n` segments of `len` bytes from the client every
-/// `gap` ns, then FIN (or RST with `rst`) from both sides.
-fn connection(t0: u64, n: u32, len: usize, gap: u64, rst: bool) -> Vec<(Timestamp, Vec<u8>)> {
-    let (c, s) = ([10, 0, 0, 1], [10, 0, 0, 2]);
+/// The frames of a generated capture, with their times.
+fn frames_of(pcap: Vec<u8>) -> Vec<(Timestamp, Vec<u8>)> {
+    let mut src = FileSource::from_bytes("subzero", pcap).expect("pcap");
     let mut out = Vec::new();
-    let mut push = |t: u64, from_client: bool, seq: u32, ack: u32, flags: &str, len: usize| {
-        let (src, dst, sp, dp) = if from_client {
-            (c, s, 40000, 80)
-        } else {
-            (s, c, 80, 40000)
-        };
-        let mut b = PacketBuilder::ethernet2([1; 6], [2; 6])
-            .ipv4(src, dst, 64)
-            .tcp(sp, dp, seq, 65535);
-        if flags.contains('S') {
-            b = b.syn();
-        }
-        if flags.contains('A') {
-            b = b.ack(ack);
-        }
-        if flags.contains('F') {
-            b = b.fin();
-        }
-        if flags.contains('R') {
-            b = b.rst();
-        }
-        if flags.contains('P') {
-            b = b.psh();
-        }
-        let mut v = Vec::new();
-        b.write(&mut v, &vec![b'x'; len]).expect("frame");
-        out.push((Timestamp(t), v));
-    };
-    let (cs, ss) = (1000u32, 5000u32);
-    push(t0, true, cs, 0, "S", 0);
-    push(t0 + 1000, false, ss, cs + 1, "SA", 0);
-    push(t0 + 2000, true, cs + 1, ss + 1, "A", 0);
-    let mut seq = cs + 1;
-    let mut t = t0 + 2000;
-    for _ in 0..n {
-        t += gap;
-        push(t, true, seq, ss + 1, "PA", len);
-        seq = seq.wrapping_add(len as u32);
-        push(t + 100, false, ss + 1, seq, "A", 0);
-    }
-    t += gap;
-    if rst {
-        push(t, true, seq, ss + 1, "RA", 0);
-    } else {
-        push(t, true, seq, ss + 1, "FA", 0);
-        push(t + 100, false, ss + 1, seq + 1, "FA", 0);
-        push(t + 200, true, seq + 1, ss + 2, "A", 0);
+    while let Some(p) = src.next_packet() {
+        let p = p.expect("generated pcap is valid");
+        out.push((p.ts, p.data.to_vec()));
     }
     out
+}
+
+/// One TCP connection from client port `port` to 10.0.0.2:80 (the
+/// generator's `TcpConversation`): the handshake at `t0`, then `n`
+/// messages of `len` bytes from the client, each a segment the server
+/// acknowledges, then FIN from both sides (RST from the client with
+/// `rst`); one packet every `gap / 2` ns, so a message every `gap`.
+fn connection_from(
+    port: u16,
+    t0: u64,
+    n: u32,
+    len: usize,
+    gap: u64,
+    rst: bool,
+) -> Vec<(Timestamp, Vec<u8>)> {
+    let client = std::net::SocketAddr::from(([10, 0, 0, 1], port));
+    let server = std::net::SocketAddr::from(([10, 0, 0, 2], 80));
+    let mut conv = TcpConversation::new(client, server)
+        .isn(1000, 5000)
+        .mss(len.max(1))
+        .timing(t0, gap / 2)
+        .close(if rst {
+            Close::Rst {
+                from: GenDirection::ToServer,
+            }
+        } else {
+            Close::Fin {
+                first: GenDirection::ToServer,
+            }
+        });
+    for _ in 0..n {
+        conv = conv.send(GenDirection::ToServer, vec![b'x'; len]);
+    }
+    let mut g = Gen::new();
+    g.add(&conv);
+    frames_of(g.to_pcap_bytes())
+}
+
+/// [`connection_from`] client port 40000.
+fn connection(t0: u64, n: u32, len: usize, gap: u64, rst: bool) -> Vec<(Timestamp, Vec<u8>)> {
+    connection_from(40000, t0, n, len, gap, rst)
 }
 
 fn cfg(cutoff: u64, first_timeout: u64) -> Config {
@@ -250,22 +245,20 @@ fn a_timed_out_entry_is_listed_again_with_twice_the_timeout() {
     // 16 s, each time taken back and listed again by the next segment.
     assert_eq!(s.installed, 1);
     assert_eq!((s.timed_out, s.reinstalled), (5, 5), "{s:?}");
-    // The client's segments the worker saw (every 100 ms from 1 s +
-    // 2 µs): the first, one after each timeout (1, 2, 4, 8 and 16 s,
-    // each + the 100 ms to the next segment), then the FIN.
-    let start = SEC + 2000;
+    // The client's packets the worker saw (the odd ones from the fourth
+    // on: one every 100 ms from 1.15 s): the first segment, one after each
+    // timeout (1, 2, 4, 8 and 16 s, each + the 100 ms to the next
+    // segment), then the FIN and the last ACK.
+    let step = SEC / 20;
     let data: Vec<u64> = seen
         .iter()
-        .map(|t| t.0)
-        .filter(|&t| t > start && (t - start) % (SEC / 10) == 0)
+        .map(|t| (t.0 - SEC) / step)
+        .filter(|&i| i >= 3 && i % 2 == 1)
         .collect();
-    let gaps: Vec<u64> = data
-        .windows(2)
-        .map(|w| (w[1] - w[0]) / (SEC / 10))
-        .collect();
+    let gaps: Vec<u64> = data.windows(2).map(|w| (w[1] - w[0]) / 2).collect();
     assert_eq!(
         gaps,
-        [11, 21, 41, 81, 161, 85],
+        [11, 21, 41, 81, 161, 85, 1],
         "tenths of a second between passes"
     );
 }
@@ -290,18 +283,7 @@ fn a_quiet_connection_whose_packets_are_dropped_is_not_idle() {
 fn a_full_map_falls_back_to_discarding_in_user_space() {
     let mut frames = connection(SEC, 100, 100, SEC / 100, false);
     // A second connection, from another port, at the same time.
-    let other: Vec<_> = connection(SEC, 100, 100, SEC / 100, false)
-        .into_iter()
-        .map(|(t, mut f)| {
-            // Client port 40000 → 40001 (bytes 34..36 or 36..38 of the frame).
-            for at in [34, 36] {
-                if f[at..at + 2] == 40000u16.to_be_bytes() {
-                    f[at..at + 2].copy_from_slice(&40001u16.to_be_bytes());
-                }
-            }
-            (Timestamp(t.0 + 50), f)
-        })
-        .collect();
+    let other: Vec<_> = connection_from(40001, SEC + 50, 100, 100, SEC / 100, false);
     frames.extend(other);
     frames.sort_by_key(|f| f.0);
     let c = cfg(0, 10 * SEC);
@@ -361,12 +343,7 @@ fn generated_traffic_gives_the_same_records() {
     })
     .to_bytes()
     .0;
-    let mut src = FileSource::from_bytes("subzero", pcap).expect("pcap");
-    let mut frames = Vec::new();
-    while let Some(p) = src.next_packet() {
-        let p = p.expect("generated pcap is valid");
-        frames.push((p.ts, p.data.to_vec()));
-    }
+    let frames = frames_of(pcap);
     let mut total = SubzeroStats::default();
     for cutoff in [0, 1024, 10 * 1024] {
         let c = cfg(cutoff, 10 * SEC);
