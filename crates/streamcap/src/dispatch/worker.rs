@@ -90,6 +90,9 @@ pub struct Worker<H: Handler> {
     /// What the handler gave back, reused between packets
     /// ([`Worker::collect_returns`]).
     pub(crate) returns: crate::deliver::Returns,
+    /// The slot of the connection of the packet being processed (set by
+    /// `begin_packet`), where subzero copy looks after the packet.
+    pub(crate) last_slot: u32,
 }
 
 impl<H: Handler> Worker<H> {
@@ -128,6 +131,7 @@ impl<H: Handler> Worker<H> {
             shard: None,
             returns: Default::default(),
             streams_ended: 0,
+            last_slot: u32::MAX,
         }
     }
 
@@ -432,11 +436,6 @@ impl<H: Handler> Worker<H> {
     ) {
         self.stats.proto_packets[ProtoClass::of(proto) as usize] += 1;
         let subzero = self.cfg.subzero.is_some();
-        if subzero {
-            if let Transport::Tcp(seg) = t {
-                self.subzero_before(flow, seg);
-            }
-        }
         match t {
             Transport::Tcp(seg) => self.handle_tcp(frame, seg, flow, ip_len),
             Transport::Udp(u) => self.handle_datagram(
@@ -547,6 +546,7 @@ impl<H: Handler> Worker<H> {
     #[inline(always)]
     pub(crate) fn begin_packet(&mut self, idx: u32, side: Side, ip_len: u32, ts: Timestamp) {
         let (pkts, bytes) = (1, u64::from(ip_len));
+        self.last_slot = idx;
         let Some((key, conn)) = self.table.entry_mut(idx) else {
             return;
         };

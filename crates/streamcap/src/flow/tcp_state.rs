@@ -40,6 +40,9 @@ impl<H: Handler> Worker<H> {
                     self.terminate(i, EndReason::Evicted);
                     self.create_conn(frame, flow, side, Kind::Tcp)
                 } else {
+                    if self.cfg.subzero.is_some() {
+                        self.subzero_before(i, side, seg);
+                    }
                     i
                 }
             }

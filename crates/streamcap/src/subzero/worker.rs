@@ -120,41 +120,44 @@ fn may_list<S>(conn: &Conn<S>, me: &DirState<S>, defaults: &[StreamParams; 2], n
 }
 
 impl<H: Handler> Worker<H> {
-    /// Before a TCP segment of `flow` is processed: a SYN, FIN or RST of a
-    /// listed direction takes its entry back, so the stream is where the
-    /// dropped packets left it; so does a segment that starts past the
-    /// delivery point, one the program let through for another reason
-    /// than timing (an IP fragment, IPv6 extension headers) after it had
-    /// dropped some. Other segments of a listed direction were on their way
-    /// before it was listed: they come before the dropped ones.
-    #[inline(never)]
-    pub(crate) fn subzero_before(&mut self, flow: &FlowOf, seg: &TcpSegment<'_>) {
-        let Some(idx) = self.find_flow(flow) else {
+    /// Before a TCP segment from side `side` of connection `idx` is
+    /// processed: a SYN, FIN or RST of a listed direction takes its entry
+    /// back, so the stream is where the dropped packets left it; so does a
+    /// segment that starts past the delivery point, one the program let
+    /// through for another reason than timing (an IP fragment, IPv6
+    /// extension headers) after it had dropped some. Other segments of a
+    /// listed direction were on their way before it was listed: they come
+    /// before the dropped ones.
+    pub(crate) fn subzero_before(&mut self, idx: u32, side: Side, seg: &TcpSegment<'_>) {
+        let Some(conn) = self.table.get(idx) else {
             return;
         };
+        let me = &conn.dirs[side.index()];
+        if !me.ext.as_deref().is_some_and(|e| e.subzero.listed()) {
+            return;
+        }
         let f = seg.flags;
-        let take = f.syn()
-            || f.fin()
-            || f.rst()
-            || self.table.get(idx).is_some_and(|c| {
-                let me = &c.dirs[flow.side.index()];
-                let listed = me.ext.as_deref().is_some_and(|e| e.subzero.listed());
-                listed
-                    && me
-                        .offset_of(seg.seq)
-                        .is_some_and(|o| o > me.tcp().next as i64)
-            });
-        if take {
-            self.subzero_take(idx, flow.side);
+        let past = || {
+            me.offset_of(seg.seq)
+                .is_some_and(|o| o > me.tcp().next as i64)
+        };
+        if f.syn() || f.fin() || f.rst() || past() {
+            self.subzero_take(idx, side);
         }
     }
 
     /// After a packet of `flow` is processed: lists its direction if it may
-    /// be (see `may_list`).
+    /// be (see `may_list`). The connection is the one the packet reached
+    /// (`Worker::last_slot`), or, if that slot now holds another, looked up.
     #[inline(never)]
     pub(crate) fn subzero_after(&mut self, flow: &FlowOf) {
-        let Some(idx) = self.find_flow(flow) else {
-            return;
+        let slot = self.last_slot;
+        let idx = match self.table.entry(slot) {
+            Some((k, _)) if *k == flow.key => slot,
+            _ => match self.find_flow(flow) {
+                Some(i) => i,
+                None => return,
+            },
         };
         self.subzero_list(idx, flow.side);
     }
