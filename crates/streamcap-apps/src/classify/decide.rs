@@ -57,9 +57,10 @@ pub struct TlsInfo {
     /// The ALPN protocol the server chose.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alpn: Option<String>,
-    /// The session was resumed (known only with both hellos): TLS 1.3, a
+    /// The handshake resumed an earlier TLS connection (an abbreviated
+    /// handshake; known only with both hellos): TLS 1.3, a
     /// `pre_shared_key` in the ServerHello; before, the server echoed the
-    /// client's non-empty session id.
+    /// client's non-empty `session_id` field.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resumed: Option<bool>,
     /// Both directions went encrypted: each sent a ChangeCipherSpec or an

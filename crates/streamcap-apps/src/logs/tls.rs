@@ -55,7 +55,8 @@ pub struct SslRecord {
     /// The SNI host name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_name: Option<String>,
-    /// The session was resumed.
+    /// The handshake resumed an earlier TLS connection (an abbreviated
+    /// handshake).
     pub resumed: bool,
     /// The ALPN protocol chosen.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -168,7 +169,8 @@ mod tests {
         server.extend(record(20, &[1]));
         server.extend(record(23, &[0; 300]));
         let t = flow(&client, &server);
-        // TLS 1.3 echoes the session id without resuming.
+        // TLS 1.3 echoes the client's `legacy_session_id` field without
+        // resuming.
         assert_eq!(t.resumed, Some(false));
         let r = SslRecord::new(
             Timestamp::from_secs_nanos(1_600_000_000, 5_000),
