@@ -43,8 +43,9 @@ use std::process::Command;
 use serde::{Deserialize, Serialize};
 
 use crate::capinfo;
-use crate::host::{self, Machine};
-use crate::nids::{fmt_load, run_rounds, Rounds, RoundsPlan};
+use crate::host;
+use crate::nids::{run_rounds, wait_note, Rounds, RoundsPlan};
+use crate::report::{fmt_load, RunHeader};
 use crate::report::{HostLoad, Ratio, RunSample, Skipped, ToolResult};
 use crate::runner::{run_template, which, HostMark};
 use crate::stats::Spread;
@@ -553,20 +554,9 @@ pub struct AppsWorkload {
 /// Everything `streamcap-bench apps` measured (`--json`).
 #[derive(Serialize, Deserialize)]
 pub struct AppsReport {
-    /// The host.
-    pub machine: Machine,
-    /// The streamcap commit measured.
-    pub commit: Option<String>,
-    /// UTC start.
-    pub started: String,
-    /// UTC end.
-    pub finished: String,
-    /// Runs asked per row.
-    pub runs: usize,
-    /// CPU of the `1 CPU` rows.
-    pub one_cpu: Option<usize>,
-    /// The streamcap binary.
-    pub streamcap: String,
+    /// Where, when and what.
+    #[serde(flatten)]
+    pub header: RunHeader,
     /// nDPI's version line (`ndpiReader -h`).
     pub ndpi_version: Option<String>,
     /// `tshark -v`'s first line.
@@ -574,10 +564,6 @@ pub struct AppsReport {
     /// The NIDS rules: `streamcap-bench nids-rules --count N --seed S`,
     /// or the file given.
     pub rules: String,
-    /// /proc/loadavg at the start.
-    pub loadavg_start: Option<[f64; 3]>,
-    /// /proc/loadavg at the end.
-    pub loadavg_end: Option<[f64; 3]>,
     /// `--wait-idle`: the most CPUs other processes may keep busy before
     /// a round starts.
     pub wait_idle: Option<f64>,
@@ -906,13 +892,14 @@ pub fn cmd_apps(args: &[String]) -> Result<(), String> {
         }
     }
     let report = AppsReport {
-        machine: host::machine(),
-        commit: o.commit.clone(),
-        started,
-        finished: host::utc_now(),
-        runs: o.runs,
-        one_cpu: rows.iter().find_map(|r| r.pin),
-        streamcap: o.streamcap.display().to_string(),
+        header: RunHeader::ending_now(
+            o.commit.clone(),
+            started,
+            o.runs,
+            rows.iter().find_map(|r| r.pin),
+            &o.streamcap,
+            loadavg_start,
+        ),
         ndpi_version: o
             .ndpi
             .as_deref()
@@ -922,8 +909,6 @@ pub fn cmd_apps(args: &[String]) -> Result<(), String> {
             .as_deref()
             .and_then(|p| version_line(p, &["-v"], "TShark")),
         rules: rules_what,
-        loadavg_start,
-        loadavg_end: host::loadavg(),
         wait_idle: o.wait_idle,
         workloads,
         skipped,
@@ -971,35 +956,15 @@ fn figures_line(x: &ToolResult) -> String {
 /// The Markdown report.
 pub fn markdown(r: &AppsReport) -> String {
     use std::fmt::Write;
-    let mut s = String::new();
-    let m = &r.machine;
-    let _ = writeln!(s, "# streamcap applications benchmark");
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "commit {} · {} to {} · {}, {} CPUs, Linux {} · {} run(s) per row, round-robin{} · {} · {} · rules: {}",
-        r.commit.as_deref().unwrap_or("unknown"),
-        r.started,
-        r.finished,
-        m.cpu_model,
-        m.cpus,
-        m.kernel,
-        r.runs,
-        r.one_cpu
-            .map_or(String::new(), |c| format!(" · `1 CPU` rows pinned with `taskset -c {c}`")),
-        r.ndpi_version.as_deref().unwrap_or("no ndpiReader"),
-        r.tshark_version.as_deref().unwrap_or("no tshark"),
-        r.rules,
-    );
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "Host load average (1/5/15 min): {} at start, {} at end{}.",
-        fmt_load(r.loadavg_start),
-        fmt_load(r.loadavg_end),
-        r.wait_idle.map_or(String::new(), |w| format!(
-            "; each round waited until other processes kept at most {w} CPUs busy"
-        ))
+    let mut s = r.header.markdown(
+        "streamcap applications benchmark",
+        &format!(
+            " · {} · {} · rules: {}",
+            r.ndpi_version.as_deref().unwrap_or("no ndpiReader"),
+            r.tshark_version.as_deref().unwrap_or("no tshark"),
+            r.rules,
+        ),
+        &wait_note(r.wait_idle),
     );
     for w in &r.workloads {
         let h = &w.host;

@@ -44,9 +44,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::capinfo;
-use crate::host::{self, Machine};
+use crate::host;
 use crate::plot::{self, Series};
-use crate::report::{HostLoad, Ratio, RunSample, Skipped, ToolResult};
+use crate::report::{fmt_load, HostLoad, Ratio, RunHeader, RunSample, Skipped, ToolResult};
 use crate::runner::{parse_kv, run_template, which, HostMark};
 use crate::stats::Spread;
 use crate::table::fmt_spread_ratio;
@@ -675,20 +675,9 @@ pub struct NidsWorkload {
 /// Everything `streamcap-bench nids` measured (`--json`).
 #[derive(Serialize, Deserialize)]
 pub struct NidsReport {
-    /// The host.
-    pub machine: Machine,
-    /// The streamcap commit measured.
-    pub commit: Option<String>,
-    /// UTC start.
-    pub started: String,
-    /// UTC end.
-    pub finished: String,
-    /// Runs asked per row.
-    pub runs: usize,
-    /// CPU of the `1 CPU` rows.
-    pub one_cpu: Option<usize>,
-    /// The streamcap binary.
-    pub streamcap: String,
+    /// Where, when and what.
+    #[serde(flatten)]
+    pub header: RunHeader,
     /// The engine `auto` picks (from streamcap's start-up line).
     pub engine_auto: Option<String>,
     /// `suricata -V`.
@@ -697,10 +686,6 @@ pub struct NidsReport {
     pub rules_seed: u64,
     /// Suricata's configuration (`-c`), default and without app-layer.
     pub suricata_yaml: [String; 2],
-    /// /proc/loadavg at the start.
-    pub loadavg_start: Option<[f64; 3]>,
-    /// /proc/loadavg at the end.
-    pub loadavg_end: Option<[f64; 3]>,
     /// `--wait-idle`: the most CPUs other processes may keep busy before
     /// a round starts.
     pub wait_idle: Option<f64>,
@@ -1077,19 +1062,18 @@ pub fn cmd_nids(args: &[String]) -> Result<(), String> {
         });
     }
     let report = NidsReport {
-        machine: host::machine(),
-        commit: o.commit.clone(),
-        started,
-        finished: host::utc_now(),
-        runs: o.runs,
-        one_cpu: rows.iter().find_map(|r| r.pin),
-        streamcap: o.streamcap.display().to_string(),
+        header: RunHeader::ending_now(
+            o.commit.clone(),
+            started,
+            o.runs,
+            rows.iter().find_map(|r| r.pin),
+            &o.streamcap,
+            loadavg_start,
+        ),
         engine_auto,
         suricata_version: o.suricata.as_deref().and_then(suricata_version),
         rules_seed: o.seed,
         suricata_yaml: yamls,
-        loadavg_start,
-        loadavg_end: host::loadavg(),
         wait_idle: o.wait_idle,
         workloads,
         skipped,
@@ -1113,8 +1097,11 @@ pub fn cmd_nids(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-pub(crate) fn fmt_load(l: Option<[f64; 3]>) -> String {
-    l.map_or("?".into(), |[a, b, c]| format!("{a:.2}/{b:.2}/{c:.2}"))
+/// The load line's note on `--wait-idle`, if it was given.
+pub(crate) fn wait_note(wait_idle: Option<f64>) -> String {
+    wait_idle.map_or(String::new(), |w| {
+        format!("; each round waited until other processes kept at most {w} CPUs busy")
+    })
 }
 
 fn fmt_ratio(r: Option<&Spread>) -> String {
@@ -1128,34 +1115,14 @@ fn median(s: Option<Spread>) -> String {
 /// The Markdown report.
 pub fn markdown(r: &NidsReport) -> String {
     use std::fmt::Write;
-    let mut s = String::new();
-    let m = &r.machine;
-    let _ = writeln!(s, "# streamcap nids benchmark");
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "commit {} · {} to {} · {}, {} CPUs, Linux {} · {} run(s) per row, round-robin{} · engine auto = {} · {}",
-        r.commit.as_deref().unwrap_or("unknown"),
-        r.started,
-        r.finished,
-        m.cpu_model,
-        m.cpus,
-        m.kernel,
-        r.runs,
-        r.one_cpu
-            .map_or(String::new(), |c| format!(" · `1 CPU` rows pinned with `taskset -c {c}`")),
-        r.engine_auto.as_deref().unwrap_or("?"),
-        r.suricata_version.as_deref().unwrap_or("no Suricata"),
-    );
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "Host load average (1/5/15 min): {} at start, {} at end{}.",
-        fmt_load(r.loadavg_start),
-        fmt_load(r.loadavg_end),
-        r.wait_idle.map_or(String::new(), |w| format!(
-            "; each round waited until other processes kept at most {w} CPUs busy"
-        ))
+    let mut s = r.header.markdown(
+        "streamcap nids benchmark",
+        &format!(
+            " · engine auto = {} · {}",
+            r.engine_auto.as_deref().unwrap_or("?"),
+            r.suricata_version.as_deref().unwrap_or("no Suricata"),
+        ),
+        &wait_note(r.wait_idle),
     );
     for w in &r.workloads {
         let _ = writeln!(s);

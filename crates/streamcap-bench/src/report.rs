@@ -249,9 +249,11 @@ impl Workload {
     }
 }
 
-/// Everything one `streamcap-bench run` measured (`--json`).
-#[derive(Serialize)]
-pub struct Report {
+/// What every report of a round-robin benchmark (`run`, `nids`, `apps`)
+/// starts with: where, when and what was measured. Flattened into each
+/// report's JSON, so its fields stand at the top level.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct RunHeader {
     /// The host.
     pub machine: Machine,
     /// The streamcap commit measured (`--commit`; `-dirty` when the tree
@@ -261,18 +263,97 @@ pub struct Report {
     pub started: String,
     /// UTC end of the run.
     pub finished: String,
-    /// Runs asked per tool (`--runs`; a slow tool may run fewer).
+    /// Runs asked per row (`--runs`; a slow tool may run fewer).
     pub runs: usize,
     /// The CPU the one-CPU rows are pinned to (`None`: no such rows).
     pub one_cpu: Option<usize>,
     /// The streamcap binary of the `streamcap` rows.
     pub streamcap: String,
-    /// The second build of the `plain build` rows.
-    pub streamcap_plain: Option<String>,
     /// /proc/loadavg at the start of the run.
     pub loadavg_start: Option<[f64; 3]>,
     /// /proc/loadavg at the end of the run.
     pub loadavg_end: Option<[f64; 3]>,
+}
+
+impl RunHeader {
+    /// The header of a run that began at `started` with load average
+    /// `loadavg_start` and ends now.
+    pub fn ending_now(
+        commit: Option<String>,
+        started: String,
+        runs: usize,
+        one_cpu: Option<usize>,
+        streamcap: &std::path::Path,
+        loadavg_start: Option<[f64; 3]>,
+    ) -> RunHeader {
+        RunHeader {
+            machine: crate::host::machine(),
+            commit,
+            started,
+            finished: crate::host::utc_now(),
+            runs,
+            one_cpu,
+            streamcap: streamcap.display().to_string(),
+            loadavg_start,
+            loadavg_end: crate::host::loadavg(),
+        }
+    }
+
+    /// The Markdown report's first lines: `# title`, the commit, times,
+    /// host and runs (then `extra`, pieces each starting with ` · `), and
+    /// the host's load average (then `load_note`).
+    pub fn markdown(&self, title: &str, extra: &str, load_note: &str) -> String {
+        use std::fmt::Write;
+        let m = &self.machine;
+        let mut s = String::new();
+        let _ = writeln!(s, "# {title}");
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "commit {} · {} to {} · {}, {} CPUs{}, Linux {} · {} run(s) per row, round-robin{}{extra}",
+            self.commit.as_deref().unwrap_or("unknown"),
+            self.started,
+            self.finished,
+            if m.cpu_model.is_empty() {
+                "unknown CPU"
+            } else {
+                &m.cpu_model
+            },
+            m.cpus,
+            m.mem_mib.map_or(String::new(), |mib| format!(
+                ", {:.0} GiB",
+                mib as f64 / 1024.0
+            )),
+            m.kernel,
+            self.runs,
+            self.one_cpu.map_or(String::new(), |c| format!(
+                " · `1 CPU` rows pinned with `taskset -c {c}`"
+            )),
+        );
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "Host load average (1/5/15 min, /proc/loadavg): {} at start, {} at end{load_note}.",
+            fmt_load(self.loadavg_start),
+            fmt_load(self.loadavg_end)
+        );
+        s
+    }
+}
+
+/// `1.23/0.45/0.67`, or `?`.
+pub fn fmt_load(l: Option<[f64; 3]>) -> String {
+    l.map_or("?".into(), |[a, b, c]| format!("{a:.2}/{b:.2}/{c:.2}"))
+}
+
+/// Everything one `streamcap-bench run` measured (`--json`).
+#[derive(Serialize)]
+pub struct Report {
+    /// Where, when and what.
+    #[serde(flatten)]
+    pub header: RunHeader,
+    /// The second build of the `plain build` rows.
+    pub streamcap_plain: Option<String>,
     /// One entry per workload.
     pub workloads: Vec<Workload>,
     /// Tools that did not run.

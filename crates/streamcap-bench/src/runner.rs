@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::capinfo;
 use crate::host;
-use crate::report::{HostLoad, Report, RunSample, Skipped, ToolResult, Workload};
+use crate::report::{HostLoad, Report, RunHeader, RunSample, Skipped, ToolResult, Workload};
 use crate::table;
 
 /// What a tool is, for setup and for reading what it found.
@@ -1038,24 +1038,23 @@ pub fn cmd_run(args: &[String]) -> Result<(), String> {
         }
     };
     let report = Report {
-        machine: host::machine(),
-        commit: o.commit.clone(),
-        started,
-        finished: host::utc_now(),
-        runs: o.runs,
-        one_cpu: tools.iter().find_map(|t| t.pin),
-        streamcap: o.streamcap.display().to_string(),
+        header: RunHeader::ending_now(
+            o.commit.clone(),
+            started,
+            o.runs,
+            tools.iter().find_map(|t| t.pin),
+            &o.streamcap,
+            loadavg_start,
+        ),
         streamcap_plain: o.plain.as_ref().map(|p| p.display().to_string()),
-        loadavg_start,
-        loadavg_end: host::loadavg(),
         workloads,
         skipped,
         idle_connections,
     };
     // The Markdown report, all at once on stdout.
-    print!("{}", table::header(&report));
+    print!("{}", report.header.markdown("streamcap benchmark", "", ""));
     for w in &report.workloads {
-        print!("{}", table::workload(w, report.machine.cpus));
+        print!("{}", table::workload(w, report.header.machine.cpus));
         let suffix = format!(" ({})", w.name);
         print_skipped(
             report

@@ -5,13 +5,8 @@
 
 use std::fmt::Write;
 
-use crate::report::{Ratio, Report, Workload};
+use crate::report::{fmt_load, Ratio, Workload};
 use crate::stats::Spread;
-
-/// `1.23/0.45/0.67`, or `?`.
-fn fmt_load(l: Option<[f64; 3]>) -> String {
-    l.map_or("?".into(), |[a, b, c]| format!("{a:.2}/{b:.2}/{c:.2}"))
-}
 
 /// `3.46×`, with ` (3.10–3.60)` when the pairs differ at two decimals.
 pub fn fmt_spread_ratio(s: &Spread) -> String {
@@ -31,44 +26,6 @@ fn ratio_cells(r: Option<&Ratio>) -> (String, String) {
             r.cpu.as_ref().map_or("-".into(), fmt_spread_ratio),
         ),
     }
-}
-
-/// The report's header: what was measured where and when.
-pub fn header(r: &Report) -> String {
-    let m = &r.machine;
-    let mut s = String::new();
-    let _ = writeln!(s, "# streamcap benchmark");
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "commit {} · {} to {} · {}, {} CPUs{}, Linux {} · {} run(s) per row, round-robin{}",
-        r.commit.as_deref().unwrap_or("unknown"),
-        r.started,
-        r.finished,
-        if m.cpu_model.is_empty() {
-            "unknown CPU"
-        } else {
-            &m.cpu_model
-        },
-        m.cpus,
-        m.mem_mib.map_or(String::new(), |mib| format!(
-            ", {:.0} GiB",
-            mib as f64 / 1024.0
-        )),
-        m.kernel,
-        r.runs,
-        r.one_cpu.map_or(String::new(), |c| format!(
-            " · `1 CPU` rows pinned with `taskset -c {c}`"
-        )),
-    );
-    let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "Host load average (1/5/15 min, /proc/loadavg): {} at start, {} at end.",
-        fmt_load(r.loadavg_start),
-        fmt_load(r.loadavg_end)
-    );
-    s
 }
 
 /// One workload's section: title, host load, table, notes.
