@@ -25,62 +25,28 @@
 
 mod common;
 
-use common::examples::{
-    can_capture_live, check, examples, pages, path_with_bin, repo, Scratch, NOT_RUN,
-};
-use common::skip;
+use common::examples::{repo, run_examples, Pick, NOT_RUN};
 use std::process::Command;
 
 #[test]
 fn every_console_example_prints_what_the_page_shows() {
-    let path = path_with_bin();
-    let live = can_capture_live();
-    let (mut ran, mut failures) = (0, Vec::new());
-    let mut scratch = Scratch::new("streamcap-docs", &["samples"]);
-    for page in pages() {
-        for ex in examples(&page) {
-            if ex.status == NOT_RUN {
-                failures.push(format!(
-                    "{}: `{}` is in a code block that is not run (make it a console block)",
-                    ex.place, ex.command
-                ));
-                continue;
-            }
-            if ex.kafka {
-                skip(format!(
-                    "{}: needs a Kafka broker: `cargo test -p streamcap-cli --features kafka --test kafka` runs it",
-                    ex.place
-                ));
-                continue;
-            }
-            if ex.xdp {
-                skip(format!(
-                    "{}: needs the xdp feature and root: scripts/test-xdp.sh runs it",
-                    ex.place
-                ));
-                continue;
-            }
-            if ex.root && !live {
-                skip(format!(
-                    "{}: live capture on lo is not possible here (needs root or CAP_NET_RAW)",
-                    ex.place
-                ));
-                continue;
-            }
-            let dir = scratch.folder(&page, &ex);
-            if let Err(e) = check(&ex, &dir, &path, &[]) {
-                failures.push(format!("{}: $ {}\n{e}", ex.place, ex.command));
-            }
-            ran += 1;
+    let ran = run_examples("streamcap-docs", &["samples"], &[], |ex| {
+        if ex.status == NOT_RUN {
+            Pick::Fail(format!(
+                "`{}` is in a code block that is not run (make it a console block)",
+                ex.command
+            ))
+        } else if ex.kafka {
+            Pick::Skip(
+                "needs a Kafka broker: `cargo test -p streamcap-cli --features kafka --test kafka` runs it"
+                    .into(),
+            )
+        } else if ex.xdp {
+            Pick::Skip("needs the xdp feature and root: scripts/test-xdp.sh runs it".into())
+        } else {
+            Pick::Run
         }
-    }
-    drop(scratch);
-    assert!(
-        failures.is_empty(),
-        "{} of {ran} examples differ:\n\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    });
     assert!(ran >= 5, "only {ran} console examples found");
 }
 

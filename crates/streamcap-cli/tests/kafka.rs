@@ -393,34 +393,19 @@ mod broker {
     /// (127.0.0.1:9092 in the pages), with this build first on PATH and
     /// `samples/` and `scripts/` in each block's folder.
     pub fn doc_examples(broker: &Broker) {
-        let path = examples::path_with_bin();
-        let live = examples::can_capture_live();
         let addr = broker.addr();
         let replace = [("127.0.0.1:9092", addr.as_str())];
-        let (mut ran, mut failures) = (0, Vec::new());
-        let mut scratch = examples::Scratch::new("streamcap-kafka-docs", &["samples", "scripts"]);
-        for page in examples::pages() {
-            for ex in examples::examples(&page).into_iter().filter(|e| e.kafka) {
-                if ex.root && !live {
-                    skip(format!(
-                        "{}: live capture on lo is not possible here",
-                        ex.place
-                    ));
-                    continue;
+        let ran = examples::run_examples(
+            "streamcap-kafka-docs",
+            &["samples", "scripts"],
+            &replace,
+            |ex| {
+                if ex.kafka {
+                    examples::Pick::Run
+                } else {
+                    examples::Pick::Other
                 }
-                let dir = scratch.folder(&page, &ex);
-                if let Err(e) = examples::check(&ex, &dir, &path, &replace) {
-                    failures.push(format!("{}: $ {}\n{e}", ex.place, ex.command));
-                }
-                ran += 1;
-            }
-        }
-        drop(scratch);
-        assert!(
-            failures.is_empty(),
-            "{} of {ran} examples differ:\n\n{}",
-            failures.len(),
-            failures.join("\n\n")
+            },
         );
         assert!(ran >= 3, "only {ran} kafka examples found in docs/");
         eprintln!("kafka: {ran} examples of docs/ ran");

@@ -341,3 +341,69 @@ impl Drop for Scratch {
         }
     }
 }
+
+/// What to do with one example.
+pub enum Pick {
+    /// Run it.
+    Run,
+    /// Not this runner's: pass over it silently.
+    Other,
+    /// Skip it, saying why.
+    Skip(String),
+    /// Count it as a failure, saying why.
+    Fail(String),
+}
+
+/// Runs the examples of every page as `pick` decides, each in its
+/// block's folder of a scratch folder named `prefix` (linking `links`),
+/// with this build first on `PATH` and each `(from, to)` of `replace`
+/// applied. An example of a `root` block is skipped with a message where a
+/// live capture on `lo` is not possible. Fails listing every example that
+/// printed something else; returns how many ran.
+pub fn run_examples(
+    prefix: &'static str,
+    links: &'static [&'static str],
+    replace: &[(&str, &str)],
+    pick: impl Fn(&Example) -> Pick,
+) -> usize {
+    let path = path_with_bin();
+    let live = can_capture_live();
+    let (mut ran, mut failures) = (0, Vec::new());
+    let mut scratch = Scratch::new(prefix, links);
+    for page in pages() {
+        for ex in examples(&page) {
+            match pick(&ex) {
+                Pick::Run => {}
+                Pick::Other => continue,
+                Pick::Skip(why) => {
+                    crate::common::skip(format!("{}: {why}", ex.place));
+                    continue;
+                }
+                Pick::Fail(why) => {
+                    failures.push(format!("{}: {why}", ex.place));
+                    continue;
+                }
+            }
+            if ex.root && !live {
+                crate::common::skip(format!(
+                    "{}: live capture on lo is not possible here (needs root or CAP_NET_RAW)",
+                    ex.place
+                ));
+                continue;
+            }
+            let dir = scratch.folder(&page, &ex);
+            if let Err(e) = check(&ex, &dir, &path, replace) {
+                failures.push(format!("{}: $ {}\n{e}", ex.place, ex.command));
+            }
+            ran += 1;
+        }
+    }
+    drop(scratch);
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} examples differ:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+    ran
+}
