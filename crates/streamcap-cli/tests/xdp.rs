@@ -133,6 +133,12 @@ mod live {
                 assert_eq!(Some(r), early.get(k), "{tag}: {k}");
             }
             let dropped = s["xdp"]["dropped_packets"].as_u64().unwrap_or(0);
+            // Every packet the program dropped is in a record.
+            assert_eq!(
+                s["xdp"]["program_packets"].as_u64(),
+                Some(dropped),
+                "{tag}: dropped by the program, merged into records"
+            );
             let seen = s["kernel"]["received"].as_u64().unwrap_or(0);
             let all = plain_stats["kernel"]["received"].as_u64().unwrap_or(0);
             if tag == "small-map" {
@@ -207,6 +213,7 @@ mod live {
         assert_eq!(n("listed"), 1, "{x}");
         assert!(n("timed_out") >= 2 && n("listed_again") >= 2, "{x}");
         assert!(n("dropped_packets") > 20, "{x}");
+        assert_eq!(n("program_packets"), n("dropped_packets"), "{x}");
     }
 
     /// Whether interface `scb` of `ns` has an XDP program attached.

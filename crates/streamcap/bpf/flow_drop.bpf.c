@@ -9,15 +9,23 @@
 // packets, IP bytes, payload bytes, payload-carrying packets, how far the
 // TCP sequence space advanced (64 bits, from the sequence number user
 // space gave when it listed the key) and the time of the last one. User space
-// reads and removes the entry (BPF_MAP_LOOKUP_AND_DELETE_ELEM) when the
-// connection ends or the entry times out, and adds the counts to the
-// stream's, so flow records stay exact.
+// takes the entry back when the connection ends or the entry times out,
+// and adds the counts to the stream's, so flow records stay exact.
+//
+// Taking an entry back is `flow_take`, which user space runs with
+// BPF_PROG_TEST_RUN: under the entry's spin lock it copies the counts out
+// and closes the entry, then deletes it. `flow_drop` counts a packet and
+// drops it only under the same lock and only while the entry is open and
+// still holds its own key (a deleted entry's memory may already hold
+// another), so a packet is either in the counts user space took or passed
+// to it: none is lost between the two, on any CPU.
 //
 // Everything else passes: packets of flows not listed, SYN, FIN and RST,
 // IP fragments, IPv6 with extension headers, other protocols, and frames
 // too short to parse.
 //
-// The key layout must match `DropKey` in src/subzero/mod.rs.
+// The key and value layouts must match `DropKey` in src/subzero/mod.rs and
+// the offsets in src/subzero/xdp.rs.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -41,9 +49,7 @@ struct drop_key {
     __u8 pad[2];
 };
 
-/// What was dropped for one key since it was listed. User space lists a
-/// TCP key with `max_end` set to the sequence number of the stream's
-/// delivery point and `seq_valid` 1; everything else starts at zero.
+/// What was dropped for one key since it was listed.
 struct drop_counts {
     __u64 pkts;       // packets dropped
     __u64 bytes;      // their IP length (header and payload)
@@ -51,8 +57,26 @@ struct drop_counts {
     __u64 data_pkts;  // of them, packets with payload
     __u64 last_ns;    // bpf_ktime_get_ns() of the last one (CLOCK_MONOTONIC)
     __u64 advance;    // TCP: how far max_end moved, without wrapping
-    __u32 max_end;    // TCP: the highest sequence number + payload length
-    __u32 seq_valid;  // whether max_end is set
+};
+
+/// One listed key. User space lists a TCP key with `max_end` set to the
+/// sequence number of the stream's delivery point and `seq_valid` 1, and
+/// `key` set to the map key; everything else starts at zero.
+struct drop_entry {
+    struct bpf_spin_lock lock; // guards everything below
+    __u32 closed;              // set by flow_take: count nothing more
+    struct drop_key key;       // the map key, to tell a reused entry
+    __u32 seq_valid;           // whether max_end is set
+    struct drop_counts counts;
+    __u32 max_end;             // TCP: the highest sequence number + payload length
+    __u32 pad;
+};
+
+/// `flow_take`'s request and answer, in the test run's packet data.
+struct take_request {
+    struct drop_key key;       // in: the key to take
+    __u32 found;               // out: 1 if it was listed and open
+    struct drop_counts counts; // out: its counts
 };
 
 /// A segment whose end lies further than this past the highest end is
@@ -69,7 +93,7 @@ struct {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, 65536); // set by user space before loading
     __type(key, struct drop_key);
-    __type(value, struct drop_counts);
+    __type(value, struct drop_entry);
 } flows SEC(".maps");
 
 /// Slot 0: what this CPU dropped. Slot 1 (written by user space, never
@@ -101,6 +125,17 @@ static __always_inline int parse_vlan(void **cursor, void *end, __u16 *proto, __
     *proto = bpf_ntohs(v->proto);
     *cursor = v + 1;
     return 0;
+}
+
+/// Whether two keys are equal (what a reused entry would not be).
+static __always_inline int same_key(const struct drop_key *a, const struct drop_key *b)
+{
+    const __u32 *x = (const __u32 *)a, *y = (const __u32 *)b;
+    __u32 diff = 0;
+#pragma unroll
+    for (int i = 0; i < (int)(sizeof(*a) / 4); i++)
+        diff |= x[i] ^ y[i];
+    return diff == 0;
 }
 
 SEC("xdp.frags")
@@ -188,34 +223,42 @@ int flow_drop(struct xdp_md *ctx)
         key.dport = bpf_ntohs(udp->dest);
     }
 
-    struct drop_counts *c = bpf_map_lookup_elem(&flows, &key);
+    struct drop_entry *c = bpf_map_lookup_elem(&flows, &key);
     if (!c)
         return XDP_PASS;
-    __sync_fetch_and_add(&c->pkts, 1);
-    __sync_fetch_and_add(&c->bytes, ip_len);
-    if (payload > 0) {
-        __sync_fetch_and_add(&c->payload, payload);
-        __sync_fetch_and_add(&c->data_pkts, 1);
-    }
-    c->last_ns = bpf_ktime_get_ns();
-    // Only payload moves the stream: a pure ACK's sequence number is the
-    // next byte to send, which after a FIN on its way is the FIN's + 1.
-    if (has_seq && payload > 0) {
-        __u32 e = seq + payload;
-        // Packets of one flow arrive on one receive queue, so one CPU at a
-        // time updates the highest end. Each step is taken modulo 2^32 and
-        // added up in 64 bits, so the advance survives wrap-arounds.
-        if (!c->seq_valid) {
-            c->max_end = e;
-            c->seq_valid = 1;
-        } else {
-            __u32 step = e - c->max_end;
-            if ((__s32)step > 0 && step <= MAX_SEQ_JUMP) {
+    __u64 now = bpf_ktime_get_ns();
+    int drop = 0;
+    bpf_spin_lock(&c->lock);
+    if (!c->closed && same_key(&c->key, &key)) {
+        drop = 1;
+        c->counts.pkts += 1;
+        c->counts.bytes += ip_len;
+        if (payload > 0) {
+            c->counts.payload += payload;
+            c->counts.data_pkts += 1;
+        }
+        c->counts.last_ns = now;
+        // Only payload moves the stream: a pure ACK's sequence number is
+        // the next byte to send, which after a FIN on its way is the FIN's
+        // + 1. Each step is taken modulo 2^32 and added up in 64 bits, so
+        // the advance survives wrap-arounds.
+        if (has_seq && payload > 0) {
+            __u32 e = seq + payload;
+            if (!c->seq_valid) {
                 c->max_end = e;
-                c->advance += step;
+                c->seq_valid = 1;
+            } else {
+                __u32 step = e - c->max_end;
+                if ((__s32)step > 0 && step <= MAX_SEQ_JUMP) {
+                    c->max_end = e;
+                    c->counts.advance += step;
+                }
             }
         }
     }
+    bpf_spin_unlock(&c->lock);
+    if (!drop)
+        return XDP_PASS;
     __u32 zero = 0;
     struct drop_totals *t = bpf_map_lookup_elem(&totals, &zero);
     if (t) {
@@ -223,6 +266,38 @@ int flow_drop(struct xdp_md *ctx)
         t->bytes += ip_len;
     }
     return XDP_DROP;
+}
+
+/// Takes an entry back: run by user space with BPF_PROG_TEST_RUN on a
+/// `struct take_request`. Copies the counts out and closes the entry under
+/// its lock, then deletes it; answers `found` 0 for a key not listed (or
+/// closed already, by a take that had not deleted it yet).
+SEC("xdp")
+int flow_take(struct xdp_md *ctx)
+{
+    void *data = (void *)(long)ctx->data;
+    void *end = (void *)(long)ctx->data_end;
+    struct take_request *r = data;
+    if ((void *)(r + 1) > end)
+        return XDP_ABORTED;
+    struct drop_key key;
+    __builtin_memcpy(&key, &r->key, sizeof(key));
+    struct drop_counts out = {};
+    int found = 0;
+    struct drop_entry *c = bpf_map_lookup_elem(&flows, &key);
+    if (c) {
+        bpf_spin_lock(&c->lock);
+        if (!c->closed && same_key(&c->key, &key)) {
+            out = c->counts;
+            c->closed = 1;
+            found = 1;
+        }
+        bpf_spin_unlock(&c->lock);
+        bpf_map_delete_elem(&flows, &key);
+    }
+    r->found = found;
+    r->counts = out;
+    return XDP_PASS;
 }
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -7,8 +7,10 @@
 //! lists its key ([`DropKey`]) in a [`FlowDropMap`]. The map's owner (the
 //! XDP program of [`xdp`], built with the `xdp` feature) then drops that
 //! direction's packets that carry neither SYN, FIN nor RST, and counts
-//! them ([`DropCounts`]). The worker takes the entry back (read and
-//! removed in one step) and adds its counts to the stream's:
+//! them ([`DropCounts`]). The worker takes the entry back (read, closed
+//! and removed as one step against the program: a packet dropped at that
+//! moment is either in the counts or passed to the worker) and adds its
+//! counts to the stream's:
 //!
 //! - when a SYN, FIN or RST of the direction reaches it (they always pass),
 //!   before the packet is processed, so the stream's sequence progress is

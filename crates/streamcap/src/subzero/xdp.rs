@@ -26,8 +26,19 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 /// The compiled program (an ELF object for the `bpf` target).
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/flow_drop.bpf.o"));
 
-/// The size of `struct drop_counts`, the flow map's value.
-const VALUE_SIZE: usize = 56;
+/// The size of `struct drop_key`, the flow map's key.
+const KEY_SIZE: usize = 44;
+/// The size of `struct drop_entry`, the flow map's value.
+const VALUE_SIZE: usize = 112;
+/// Where `struct drop_entry` holds the key, `seq_valid` and `max_end`.
+const ENTRY_KEY: usize = 8;
+const ENTRY_SEQ_VALID: usize = 52;
+const ENTRY_MAX_END: usize = 104;
+/// The size of `struct take_request`, `flow_take`'s packet, and where it
+/// answers `found` and the counts.
+const REQUEST_SIZE: usize = 96;
+const REQUEST_FOUND: usize = 44;
+const REQUEST_COUNTS: usize = 48;
 
 /// The slot of the `totals` map that holds the attaching capture's fan-out
 /// group + 1 (see `bpf/flow_drop.bpf.c`).
@@ -102,11 +113,13 @@ impl std::error::Error for XdpError {}
 pub struct XdpFlowDrop {
     flows: MapHandle,
     totals: MapHandle,
-    /// The link: closing its last descriptor detaches the program.
-    _link: OwnedFd,
-    /// Keeps the program and maps loaded (`None` when joined: the link
-    /// holds the program, the map handles the maps).
-    _object: Option<libbpf_rs::Object>,
+    /// The link: closing its last descriptor detaches the program. (Only
+    /// the tests' unattached loads have none.)
+    _link: Option<OwnedFd>,
+    /// The loaded object: its `flow_take` takes entries back. (When
+    /// joined, it is a second copy bound to the group's maps; the attached
+    /// program is the one the link holds.)
+    object: libbpf_rs::Object,
     mode: XdpMode,
     capacity: u32,
     /// Whether another process of the same group had attached it.
@@ -145,23 +158,7 @@ impl XdpFlowDrop {
         let ifindex = crate::source::afpacket::interface_index(interface)
             .map_err(|e| fail(e.to_string()))
             .and_then(|i| i32::try_from(i).map_err(|_| fail("no such interface".into())))?;
-        let mut open = ObjectBuilder::default()
-            .open_memory(OBJECT)
-            .map_err(|e| fail(format!("opening the program: {e}")))?;
-        for mut m in open.maps_mut() {
-            if m.name() == "flows" {
-                m.set_max_entries(entries.max(1))
-                    .map_err(|e| fail(format!("sizing the flow map: {e}")))?;
-            }
-        }
-        let object = open.load().map_err(|e| {
-            fail(match e.kind() {
-                ErrorKind::PermissionDenied => {
-                    "loading a BPF program needs root (CAP_BPF and CAP_NET_ADMIN)".into()
-                }
-                _ => format!("loading the program: {e} (a kernel with BPF and XDP is needed)"),
-            })
-        })?;
+        let object = load(interface, Sizing::Entries(entries))?;
         let prog = object
             .progs()
             .find(|p| p.name() == "flow_drop")
@@ -204,8 +201,8 @@ impl XdpFlowDrop {
                     return Ok(XdpFlowDrop {
                         flows,
                         totals,
-                        _link: link,
-                        _object: Some(object),
+                        _link: Some(link),
+                        object,
                         mode: m,
                         capacity: entries.max(1),
                         joined: false,
@@ -273,13 +270,41 @@ impl XdpFlowDrop {
     }
 }
 
+#[cfg(test)]
+impl XdpFlowDrop {
+    /// The object loaded but attached nowhere: its programs run only
+    /// through BPF_PROG_TEST_RUN.
+    fn unattached(entries: u32) -> Result<XdpFlowDrop, XdpError> {
+        let object = load("(none)", Sizing::Entries(entries))?;
+        let map = |name: &str| {
+            let m = object.maps().find(|m| m.name() == name);
+            m.and_then(|m| MapHandle::try_from(&m).ok())
+                .ok_or_else(|| XdpError {
+                    interface: "(none)".into(),
+                    message: format!("no {name} map"),
+                })
+        };
+        Ok(XdpFlowDrop {
+            flows: map("flows")?,
+            totals: map("totals")?,
+            _link: None,
+            object,
+            mode: XdpMode::Native,
+            capacity: entries,
+            joined: false,
+        })
+    }
+}
+
 impl FlowDropMap for XdpFlowDrop {
     fn insert(&self, key: &DropKey, seq: Option<u32>) -> Result<(), InsertError> {
-        // `struct drop_counts`: six u64 counters, then max_end and seq_valid.
+        // `struct drop_entry`: lock and `closed` zero, the key, `seq_valid`,
+        // the counts zero, `max_end`.
         let mut value = [0u8; VALUE_SIZE];
+        value[ENTRY_KEY..ENTRY_KEY + KEY_SIZE].copy_from_slice(&key.as_bytes());
         if let Some(seq) = seq {
-            value[48..52].copy_from_slice(&seq.to_ne_bytes());
-            value[52..56].copy_from_slice(&1u32.to_ne_bytes());
+            value[ENTRY_SEQ_VALID..ENTRY_SEQ_VALID + 4].copy_from_slice(&1u32.to_ne_bytes());
+            value[ENTRY_MAX_END..ENTRY_MAX_END + 4].copy_from_slice(&seq.to_ne_bytes());
         }
         match self
             .flows
@@ -295,17 +320,76 @@ impl FlowDropMap for XdpFlowDrop {
     }
 
     fn take(&self, key: &DropKey) -> Option<DropCounts> {
-        let v = self.flows.lookup_and_delete(&key.as_bytes()).ok()??;
-        let last_ns = read_u64(&v, 32);
+        // `progs_mut` only because `test_run` is on `ProgramMut`: it uses
+        // the program's descriptor; nothing of libbpf's state changes.
+        let prog = self.object.progs_mut().find(|p| p.name() == "flow_take")?;
+        let mut request = [0u8; REQUEST_SIZE];
+        request[..KEY_SIZE].copy_from_slice(&key.as_bytes());
+        let mut answer = [0u8; REQUEST_SIZE];
+        let input = libbpf_rs::ProgramInput {
+            data_in: Some(&request),
+            data_out: Some(&mut answer),
+            ..Default::default()
+        };
+        prog.test_run(input).ok()?;
+        if read_u32(&answer, REQUEST_FOUND) == 0 {
+            return None;
+        }
+        let v = &answer[REQUEST_COUNTS..];
+        let last_ns = read_u64(v, 32);
         Some(DropCounts {
-            pkts: read_u64(&v, 0),
-            bytes: read_u64(&v, 8),
-            payload: read_u64(&v, 16),
-            data_pkts: read_u64(&v, 24),
-            advance: read_u64(&v, 40),
+            pkts: read_u64(v, 0),
+            bytes: read_u64(v, 8),
+            payload: read_u64(v, 16),
+            data_pkts: read_u64(v, 24),
+            advance: read_u64(v, 40),
             last: (last_ns != 0).then(|| monotonic_to_wall(last_ns)),
         })
     }
+}
+
+/// How [`load`] sizes the maps.
+enum Sizing<'a> {
+    /// New maps, the flow map with room for this many entries.
+    Entries(u32),
+    /// The maps of a program another process attached.
+    Reuse {
+        flows: &'a MapHandle,
+        totals: &'a MapHandle,
+    },
+}
+
+/// Loads the object (`flow_drop` and `flow_take`) into the kernel.
+fn load(interface: &str, sizing: Sizing<'_>) -> Result<libbpf_rs::Object, XdpError> {
+    let fail = |message: String| XdpError {
+        interface: interface.to_string(),
+        message,
+    };
+    let mut open = ObjectBuilder::default()
+        .open_memory(OBJECT)
+        .map_err(|e| fail(format!("opening the program: {e}")))?;
+    for mut m in open.maps_mut() {
+        let done = match (&sizing, m.name().to_str()) {
+            (Sizing::Entries(n), Some("flows")) => m.set_max_entries((*n).max(1)),
+            (Sizing::Reuse { flows, .. }, Some("flows")) => m.reuse_fd(flows.as_fd()),
+            (Sizing::Reuse { totals, .. }, Some("totals")) => m.reuse_fd(totals.as_fd()),
+            _ => Ok(()),
+        };
+        done.map_err(|e| {
+            fail(format!(
+                "preparing the {} map: {e}",
+                m.name().to_string_lossy()
+            ))
+        })?;
+    }
+    open.load().map_err(|e| {
+        fail(match e.kind() {
+            ErrorKind::PermissionDenied => {
+                "loading a BPF program needs root (CAP_BPF and CAP_NET_ADMIN)".into()
+            }
+            _ => format!("loading the program: {e} (a kernel with BPF and XDP is needed)"),
+        })
+    })
 }
 
 /// Joins the flow-drop program a process of fan-out group `group` attached
@@ -361,6 +445,13 @@ fn join(interface: &str, ifindex: i32, group: u16) -> Result<XdpFlowDrop, XdpErr
         )));
     }
     let link_fd = link_by_id(link.id).map_err(|e| fail(format!("opening its link: {e}")))?;
+    let object = load(
+        interface,
+        Sizing::Reuse {
+            flows: &flows,
+            totals: &totals,
+        },
+    )?;
     let mode = match attach_mode {
         2 => XdpMode::Generic,
         _ => XdpMode::Native,
@@ -369,8 +460,8 @@ fn join(interface: &str, ifindex: i32, group: u16) -> Result<XdpFlowDrop, XdpErr
     Ok(XdpFlowDrop {
         flows,
         totals,
-        _link: link_fd,
-        _object: None,
+        _link: Some(link_fd),
+        object,
         mode,
         capacity,
         joined: true,
@@ -401,6 +492,12 @@ fn query(ifindex: i32) -> Option<(u32, u8)> {
     // size; libbpf fills it and returns 0 or -errno.
     let r = unsafe { libbpf_sys::bpf_xdp_query(ifindex, 0, &mut opts) };
     (r == 0 && opts.prog_id != 0).then_some((opts.prog_id, opts.attach_mode))
+}
+
+fn read_u32(v: &[u8], at: usize) -> u32 {
+    v.get(at..at + 4)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u32::from_ne_bytes)
 }
 
 fn read_u64(v: &[u8], at: usize) -> u64 {
@@ -484,5 +581,84 @@ mod tests {
         assert_eq!(b.len(), std::mem::size_of::<DropKey>());
         assert_eq!(&b[32..36], &0x0003_0004u32.to_ne_bytes());
         assert_eq!((b[40], b[41], b[42], b[43]), (6, 1, 0, 0));
+    }
+
+    /// An Ethernet frame of one IPv4 TCP segment with ACK only and `len`
+    /// bytes of payload, from 10.0.0.1:1000 to 10.0.0.2:80.
+    fn segment(seq: u32, len: usize) -> Vec<u8> {
+        let mut f = Vec::new();
+        etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
+            .ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+            .tcp(1000, 80, seq, 1024)
+            .ack(1)
+            .write(&mut f, &vec![0u8; len])
+            .expect("build a frame");
+        f
+    }
+
+    /// Entries taken back while the program drops their packets on
+    /// another CPU lose nothing: every packet the program counted as
+    /// dropped is in exactly one take. Runs the program itself through
+    /// BPF_PROG_TEST_RUN (root only; skips otherwise).
+    #[test]
+    fn takes_racing_drops_lose_nothing() {
+        let map = match XdpFlowDrop::unattached(16) {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("skipping: the XDP program cannot be loaded here ({e})");
+                return;
+            }
+        };
+        let mut key = DropKey {
+            src: [0; 16],
+            dst: [0; 16],
+            proto: 6,
+            sport: 1000,
+            dport: 80,
+            ..DropKey::default()
+        };
+        key.src[..4].copy_from_slice(&[10, 0, 0, 1]);
+        key.dst[..4].copy_from_slice(&[10, 0, 0, 2]);
+        const LEN: u64 = 100;
+        let frame = segment(5000, LEN as usize);
+        map.insert(&key, Some(5000)).expect("list");
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (taken, takes) = std::thread::scope(|s| {
+            let taker = s.spawn(|| {
+                let (mut sum, mut takes) = (DropCounts::default(), 0u64);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Some(c) = map.take(&key) {
+                        sum.pkts += c.pkts;
+                        sum.bytes += c.bytes;
+                        sum.payload += c.payload;
+                        takes += 1;
+                    }
+                    map.insert(&key, Some(5000)).expect("list again");
+                }
+                (sum, takes)
+            });
+            let prog = map
+                .object
+                .progs_mut()
+                .find(|p| p.name() == "flow_drop")
+                .expect("flow_drop");
+            for _ in 0..200 {
+                let input = libbpf_rs::ProgramInput {
+                    data_in: Some(&frame),
+                    repeat: 2_000,
+                    ..Default::default()
+                };
+                prog.test_run(input).expect("test run");
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            taker.join().expect("taker")
+        });
+        let last = map.take(&key).unwrap_or_default();
+        let dropped = map.totals();
+        assert!(takes > 10, "only {takes} takes raced the drops");
+        assert!(dropped.pkts > 0);
+        assert_eq!(taken.pkts + last.pkts, dropped.pkts, "packets");
+        assert_eq!(taken.bytes + last.bytes, dropped.bytes, "bytes");
+        assert_eq!(taken.payload + last.payload, dropped.pkts * LEN, "payload");
     }
 }
