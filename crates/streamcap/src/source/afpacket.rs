@@ -47,7 +47,7 @@ use crate::time::Timestamp;
 use std::ffi::{c_int, c_void, CString};
 use std::fmt;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -320,6 +320,14 @@ impl FanoutJoin {
             type_flags |= FANOUT_FLAG_ROLLOVER;
         }
         u32::from(self.group) | (type_flags << 16)
+    }
+
+    /// Joins packet socket `fd` (bound to its interface) to the group:
+    /// `setsockopt(PACKET_FANOUT)`. The kernel refuses (`EINVAL`) a mode or
+    /// flags that differ from the group's other members'.
+    pub fn apply(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        let value = self.option_value() as c_int;
+        set_option(&fd, libc::SOL_PACKET, PACKET_FANOUT, &value)
     }
 }
 
@@ -746,8 +754,7 @@ impl AfPacket {
             socket_link_type(&fd, name)?
         };
         if let Some(join) = &cfg.fanout {
-            let value = join.option_value() as c_int;
-            set_option(&fd, libc::SOL_PACKET, PACKET_FANOUT, &value).map_err(|e| {
+            join.apply(fd.as_fd()).map_err(|e| {
                 LiveError::os(
                     name,
                     format!(
@@ -1422,7 +1429,7 @@ pub(crate) fn socket_link_type(fd: &OwnedFd, name: &str) -> Result<LinkType, Liv
 }
 
 /// `setsockopt(fd, level, name, value, sizeof *value)`.
-fn set_option<T>(fd: &OwnedFd, level: c_int, name: c_int, value: &T) -> io::Result<()> {
+fn set_option<T>(fd: &impl AsRawFd, level: c_int, name: c_int, value: &T) -> io::Result<()> {
     // SAFETY: `value` points to a live, initialised `T` of the size passed;
     // every `T` used is a #[repr(C)] struct or integer with the layout the
     // kernel expects for `name`; setsockopt only reads it.
