@@ -16,7 +16,9 @@ fn main() {
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     // OUT_DIR is <target>/<profile>/build/<package>-<hash>/out.
     let Some(profile_dir) = out.ancestors().nth(3) else {
-        println!("cargo:warning=cannot find the profile directory above {out:?}: no streamcap-pcap.pc");
+        println!(
+            "cargo:warning=cannot find the profile directory above {out:?}: no streamcap-pcap.pc"
+        );
         return;
     };
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));

@@ -222,7 +222,15 @@ mod tests {
     #[test]
     fn packets_come_back_by_key_in_arrival_order_within_a_key() {
         let mut b = Batch::new();
-        let input = [(80, 1), (443, 2), (80, 3), (NO_PORTS, 4), (53, 5), (443, 6), (80, 7)];
+        let input = [
+            (80, 1),
+            (443, 2),
+            (80, 3),
+            (NO_PORTS, 4),
+            (53, 5),
+            (443, 6),
+            (80, 7),
+        ];
         for (key, n) in input {
             b.push(&hdr(n, 1), &[n as u8], key);
         }
@@ -238,7 +246,10 @@ mod tests {
         assert!(b.is_empty());
         b.push(&hdr(9, 2), &[1, 2], 80);
         b.seal();
-        assert_eq!(b.next_packet().map(|(h, d)| (h.tv_sec, d.len())), Some((9, 2)));
+        assert_eq!(
+            b.next_packet().map(|(h, d)| (h.tv_sec, d.len())),
+            Some((9, 2))
+        );
     }
 
     /// The key is the lower port of either direction, of TCP and UDP
@@ -252,7 +263,10 @@ mod tests {
                 .send(Direction::ToServer, b"GET / HTTP/1.0\r\n\r\n".to_vec())
                 .send(Direction::ToClient, b"HTTP/1.0 200 OK\r\n\r\n".to_vec()),
         );
-        g.add(&UdpFlow::new(ep("10.0.0.1:5353"), ep("10.0.0.2:53")).datagram(Direction::ToServer, vec![0; 20]));
+        g.add(
+            &UdpFlow::new(ep("10.0.0.1:5353"), ep("10.0.0.2:53"))
+                .datagram(Direction::ToServer, vec![0; 20]),
+        );
         let packets = g.packets();
         assert!(packets.len() > 6);
         // DLT_RAW (12 on Linux): the IP packets as they are.

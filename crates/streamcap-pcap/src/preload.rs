@@ -88,7 +88,12 @@ fn find_real() -> Option<Real> {
         // Linked without -lpcap: open it by its soname.
         // SAFETY: dlopen with a NUL-terminated name; the handle is kept
         // for the life of the process (never closed).
-        handle = unsafe { libc::dlopen(c"libpcap.so.0.8".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+        handle = unsafe {
+            libc::dlopen(
+                c"libpcap.so.0.8".as_ptr(),
+                libc::RTLD_NOW | libc::RTLD_GLOBAL,
+            )
+        };
         if handle.is_null() {
             return None;
         }
@@ -200,7 +205,11 @@ fn set_error(r: &Real, p: *mut PcapT, msg: &str) {
 /// The real interface of a device name: `eth0` for the virtual `eth0:1`.
 fn interface_of(name: &str) -> &str {
     match name.rsplit_once(':') {
-        Some((dev, n)) if !dev.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => dev,
+        Some((dev, n))
+            if !dev.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            dev
+        }
         _ => name,
     }
 }
@@ -217,8 +226,15 @@ pub unsafe extern "C" fn pcap_create(source: *const c_char, errbuf: *mut c_char)
     };
     let name = (!source.is_null())
         // SAFETY: a NUL-terminated string by the contract.
-        .then(|| unsafe { CStr::from_ptr(source) }.to_string_lossy().into_owned());
-    let real_name = name.as_deref().map(interface_of).and_then(|n| CString::new(n).ok());
+        .then(|| {
+            unsafe { CStr::from_ptr(source) }
+                .to_string_lossy()
+                .into_owned()
+        });
+    let real_name = name
+        .as_deref()
+        .map(interface_of)
+        .and_then(|n| CString::new(n).ok());
     let src = real_name.as_ref().map_or(source, |c| c.as_ptr());
     // SAFETY: the contract, passed on; `src` is `source` or a string that
     // lives through the call.
@@ -290,12 +306,19 @@ pub unsafe extern "C" fn pcap_activate(p: *mut PcapT) -> c_int {
 }
 
 /// Applies a device's channel count and IRQ affinity once per process.
-fn apply_channels_once(interface: &str, request: &crate::channels::ChannelRequest, irq: &[(u32, Vec<usize>)]) {
+fn apply_channels_once(
+    interface: &str,
+    request: &crate::channels::ChannelRequest,
+    irq: &[(u32, Vec<usize>)],
+) {
     static DONE: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
     if request.is_empty() && irq.is_empty() {
         return;
     }
-    let mut done = DONE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    let mut done = DONE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
     if done.iter().any(|d| d == interface) {
         return;
     }
@@ -452,7 +475,11 @@ fn gather(r: &Real, p: *mut PcapT, h: &Handle, st: &mut BatchState, loc: Localit
     // SAFETY: `p` is a live handle (the caller's contract).
     let (dlt, live) = unsafe { ((r.datalink)(p), (r.file)(p).is_null()) };
     // SAFETY: as above.
-    let fd = if live { unsafe { (r.selectable_fd)(p) } } else { -1 };
+    let fd = if live {
+        unsafe { (r.selectable_fd)(p) }
+    } else {
+        -1
+    };
     let timeout = Duration::from_millis(loc.timeout_ms);
     let mut first: Option<Instant> = None;
     loop {
@@ -472,7 +499,8 @@ fn gather(r: &Real, p: *mut PcapT, h: &Handle, st: &mut BatchState, loc: Localit
         };
         // SAFETY: `collect` matches pcap_handler and gets `c`, which lives
         // through the call.
-        let n = unsafe { (r.dispatch)(p, want, Some(collect), (&mut c as *mut Collect<'_>).cast()) };
+        let n =
+            unsafe { (r.dispatch)(p, want, Some(collect), (&mut c as *mut Collect<'_>).cast()) };
         if first.is_none() && !st.batch.is_empty() {
             first = Some(Instant::now());
         }
@@ -519,7 +547,13 @@ fn readable(fd: c_int, wait: Duration) -> bool {
 /// Hands out up to `cnt` packets (all of the batch for `cnt` <= 0) of the
 /// sealed batch to `callback`. `Err(PCAP_ERROR_BREAK)` when the callback
 /// called `pcap_breakloop`.
-fn deliver(h: &Handle, st: &mut BatchState, cnt: c_int, callback: PcapHandler, user: *mut c_uchar) -> Result<c_int, c_int> {
+fn deliver(
+    h: &Handle,
+    st: &mut BatchState,
+    cnt: c_int,
+    callback: PcapHandler,
+    user: *mut c_uchar,
+) -> Result<c_int, c_int> {
     let Some(cb) = callback else {
         return Ok(0);
     };
@@ -546,7 +580,12 @@ fn deliver(h: &Handle, st: &mut BatchState, cnt: c_int, callback: PcapHandler, u
 /// # Safety
 /// libpcap's contract.
 #[no_mangle]
-pub unsafe extern "C" fn pcap_loop(p: *mut PcapT, cnt: c_int, callback: PcapHandler, user: *mut c_uchar) -> c_int {
+pub unsafe extern "C" fn pcap_loop(
+    p: *mut PcapT,
+    cnt: c_int,
+    callback: PcapHandler,
+    user: *mut c_uchar,
+) -> c_int {
     let Some(r) = real() else {
         return PCAP_ERROR;
     };
@@ -594,7 +633,12 @@ pub unsafe extern "C" fn pcap_loop(p: *mut PcapT, cnt: c_int, callback: PcapHand
 /// # Safety
 /// libpcap's contract.
 #[no_mangle]
-pub unsafe extern "C" fn pcap_dispatch(p: *mut PcapT, cnt: c_int, callback: PcapHandler, user: *mut c_uchar) -> c_int {
+pub unsafe extern "C" fn pcap_dispatch(
+    p: *mut PcapT,
+    cnt: c_int,
+    callback: PcapHandler,
+    user: *mut c_uchar,
+) -> c_int {
     let Some(r) = real() else {
         return PCAP_ERROR;
     };
@@ -626,7 +670,12 @@ pub unsafe extern "C" fn pcap_dispatch(p: *mut PcapT, cnt: c_int, callback: Pcap
 
 /// The next packet of the handle's batch, gathering one if needed:
 /// `Ok(header, data)` or the `pcap_next_ex` code.
-fn next_packet(r: &Real, p: *mut PcapT, h: &Handle, loc: Locality) -> Result<(*const PktHdr, *const c_uchar), c_int> {
+fn next_packet(
+    r: &Real,
+    p: *mut PcapT,
+    h: &Handle,
+    loc: Locality,
+) -> Result<(*const PktHdr, *const c_uchar), c_int> {
     let Ok(mut st) = h.batch.try_lock() else {
         return Err(PCAP_ERROR);
     };
@@ -657,7 +706,11 @@ fn next_packet(r: &Real, p: *mut PcapT, h: &Handle, loc: Locality) -> Result<(*c
 /// # Safety
 /// libpcap's contract.
 #[no_mangle]
-pub unsafe extern "C" fn pcap_next_ex(p: *mut PcapT, header: *mut *mut PktHdr, data: *mut *const c_uchar) -> c_int {
+pub unsafe extern "C" fn pcap_next_ex(
+    p: *mut PcapT,
+    header: *mut *mut PktHdr,
+    data: *mut *const c_uchar,
+) -> c_int {
     let Some(r) = real() else {
         return PCAP_ERROR;
     };
