@@ -464,7 +464,7 @@ unsafe extern "C" fn collect(user: *mut c_uchar, hdr: *const PktHdr, bytes: *con
         (h, std::slice::from_raw_parts(bytes, h.caplen as usize))
     };
     let key = locality::key_of(c.dlt, data);
-    c.batch.push(&h, data, key);
+    c.batch.push(h, data, key);
 }
 
 /// Gathers a batch from libpcap: until it holds `loc.batch` packets (or

@@ -14,6 +14,7 @@ mod error;
 mod file;
 #[cfg(target_os = "linux")]
 mod inject;
+pub mod locality;
 pub mod pace;
 mod pcap;
 mod pcapng;
