@@ -1,0 +1,139 @@
+//! The C examples of `crates/streamcap-pcap/examples/`, built against the
+//! library with its pkg-config file (`streamcap-pcap.pc`, written beside
+//! the library) and run: `fanout_threads.c`, the paper's multi-threaded
+//! use of `pcap_fanout`, on a veth pair inside a network namespace of the
+//! test's own. Skips with a message without `cc`, `pkg-config`, libpcap's
+//! headers, root or `ip`.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use streamcap_gen::campus::{Campus, CampusConfig};
+
+/// Not a test: the replay [`Netns::replay`] runs inside the namespace.
+#[test]
+fn replay_helper() {
+    replay_here();
+}
+
+/// Compiles example `name` with `cc` and the pkg-config file; `None` (with
+/// a message) when the tools are missing.
+fn build(name: &str, dir: &Path) -> Option<PathBuf> {
+    if !have("cc", &["--version"]) || !have("pkg-config", &["--version"]) {
+        skip("cc or pkg-config is not installed");
+        return None;
+    }
+    if !Path::new("/usr/include/pcap/pcap.h").exists() {
+        skip("libpcap's headers are not installed (Debian: libpcap-dev)");
+        return None;
+    }
+    let profile = library()
+        .parent()
+        .map(Path::to_path_buf)
+        .expect("target dir");
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "streamcap-pcap"])
+        .env("PKG_CONFIG_PATH", &profile)
+        .output()
+        .expect("pkg-config");
+    assert!(
+        flags.status.success(),
+        "pkg-config streamcap-pcap: {}",
+        String::from_utf8_lossy(&flags.stderr)
+    );
+    let flags = String::from_utf8_lossy(&flags.stdout).to_string();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(format!("{name}.c"));
+    let exe = dir.join(name);
+    let o = Command::new("cc")
+        .args(["-Wall", "-Werror", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(flags.split_whitespace())
+        .arg("-lpthread")
+        .output()
+        .expect("cc");
+    assert!(
+        o.status.success(),
+        "cc {name}.c: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    Some(exe)
+}
+
+/// Two threads of one process in a `hash` group share a replay: together
+/// they get every frame, each some of them.
+#[test]
+fn two_threads_share_a_replay_through_pcap_fanout() {
+    let dir = tempdir("example-fanout");
+    let Some(exe) = build("fanout_threads", &dir) else {
+        return;
+    };
+    let Some(ns) = Netns::new("example", None) else {
+        return;
+    };
+    let cfg = CampusConfig {
+        seed: 3,
+        packets: 3_000,
+        concurrency: 60,
+        ..CampusConfig::default()
+    };
+    let pcap = dir.join("in.pcap");
+    std::fs::write(&pcap, Campus::new(cfg).to_bytes().0).expect("write capture");
+    let child = ns
+        .command(
+            exe.to_str().unwrap_or_default(),
+            &["scb", "2", "5", "hash", "4"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the example");
+    std::thread::sleep(Duration::from_secs(1));
+    ns.replay(&pcap, 5_000);
+    let o = child.wait_with_output().expect("the example");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let counts: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("thread "))
+        .filter_map(|l| l.split(": ").nth(1))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(counts.len(), 2, "{out}");
+    assert!(counts.iter().all(|&c| c > 0), "{out}");
+    assert!(out.contains("total: 3000"), "{out}");
+}
+
+/// A mode the kernel does not have is refused with the names it has.
+#[test]
+fn a_bad_mode_is_refused_with_the_valid_names() {
+    let dir = tempdir("example-badmode");
+    let Some(exe) = build("fanout_threads", &dir) else {
+        return;
+    };
+    let Some(ns) = Netns::new("badmode", None) else {
+        return;
+    };
+    let o = ns
+        .command(
+            exe.to_str().unwrap_or_default(),
+            &["scb", "1", "5", "fastest", "1"],
+        )
+        .output()
+        .expect("run the example");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("pcap_fanout") && err.contains("round_robin"),
+        "{err}"
+    );
+}
