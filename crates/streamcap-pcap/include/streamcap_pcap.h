@@ -53,8 +53,10 @@ struct pcap_channels {
 
 /*
  * Sets the counts of `ch` selected by `channel_mask` on device `dev`
- * (ethtool -L; needs CAP_NET_ADMIN). Returns 1, or -1 with the reason in
- * `errbuf` (PCAP_ERRBUF_SIZE bytes).
+ * (ethtool -L; needs CAP_NET_ADMIN); the other counts keep their values.
+ * A count above the device's maximum is refused before the kernel is
+ * asked. Returns 1, or -1 with the reason in `errbuf` (PCAP_ERRBUF_SIZE
+ * bytes, or NULL for no message). NULL `dev` or `ch` gives -1.
  */
 int pcap_set_channels(const char *dev, const struct pcap_channels *ch,
                       int channel_mask, char *errbuf);
@@ -64,9 +66,13 @@ int pcap_get_channels(const char *dev, struct pcap_channels *info, char *errbuf)
 
 /*
  * Sets (or reads) the CPUs that serve the interrupt of channel `channel`
- * of `dev` (/proc/irq/N/smp_affinity_list). Returns 1, or -1 with errno
- * set and a message on stderr (a virtual device such as a veth has no
- * interrupts).
+ * of `dev` (/proc/irq/N/smp_affinity_list; setting needs root). The
+ * interrupt is the one whose name in /proc/interrupts carries the
+ * device's name and the channel's number (eth0-TxRx-3, eth0-rx-3,
+ * virtio2-input.3, ...). Returns 1, or -1 with errno set and a message on
+ * stderr: EINVAL (NULL argument, negative or unknown channel, empty set,
+ * CPUs the kernel refused), ENODEV (no such device), EOPNOTSUPP (a virtual
+ * device such as a veth, which has no interrupts), EPERM (not root).
  */
 int pcap_channel_setaffinity(const char *dev, int channel, const cpu_set_t *cpuset);
 int pcap_channel_getaffinity(const char *dev, int channel, cpu_set_t *cpuset);
