@@ -56,6 +56,7 @@
 //! into C: each runs its work under `catch_unwind`.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+use crate::config::CpuSet;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::fmt;
@@ -149,7 +150,8 @@ impl fmt::Display for ChannelRequest {
 }
 
 impl ChannelRequest {
-    fn get(&self, kind: ChannelKind) -> Option<u32> {
+    /// The count of `kind`.
+    pub fn get(&self, kind: ChannelKind) -> Option<u32> {
         match kind {
             ChannelKind::Rx => self.rx,
             ChannelKind::Tx => self.tx,
@@ -157,10 +159,21 @@ impl ChannelRequest {
             ChannelKind::Combined => self.combined,
         }
     }
+
+    /// Sets the count of `kind`.
+    pub fn set(&mut self, kind: ChannelKind, count: u32) {
+        let field = match kind {
+            ChannelKind::Rx => &mut self.rx,
+            ChannelKind::Tx => &mut self.tx,
+            ChannelKind::Other => &mut self.other,
+            ChannelKind::Combined => &mut self.combined,
+        };
+        *field = Some(count);
+    }
 }
 
 /// A kind of channel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ChannelKind {
     /// Receive only.
     Rx,
@@ -946,7 +959,7 @@ impl System {
             path: path.clone(),
             error,
         })?;
-        parse_cpu_list(&text).map_err(|problem| ChannelError::BadText {
+        crate::config::cpu_list(text.trim()).map_err(|problem| ChannelError::BadText {
             dev: dev.into(),
             path,
             problem,
@@ -1028,45 +1041,6 @@ pub fn channel_affinity(dev: &str, channel: u32) -> Result<Vec<usize>, ChannelEr
     System::host().channel_affinity(dev, channel)
 }
 
-/// The highest CPU number [`parse_cpu_list`] accepts.
-const MAX_CPU: usize = 1 << 16;
-
-/// The CPUs of a kernel CPU list (`0-3,8,10-11`, with or without a final
-/// newline), in increasing order without repeats. Empty text is the empty
-/// list; anything else that is not such a list is an error saying why.
-pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
-    let text = text.trim();
-    let mut cpus = Vec::new();
-    if text.is_empty() {
-        return Ok(cpus);
-    }
-    let number = |s: &str| -> Result<usize, String> {
-        let n = s
-            .parse::<usize>()
-            .map_err(|_| format!("{s:?} is not a CPU number"))?;
-        if n > MAX_CPU {
-            return Err(format!("CPU {n} is above {MAX_CPU}"));
-        }
-        Ok(n)
-    };
-    for item in text.split(',') {
-        let (first, last) = match item.split_once('-') {
-            Some((a, b)) => (number(a)?, number(b)?),
-            None => {
-                let n = number(item)?;
-                (n, n)
-            }
-        };
-        if first > last {
-            return Err(format!("the range {item:?} goes backwards"));
-        }
-        cpus.extend(first..=last);
-    }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
-}
-
 /// `cpus` as a kernel CPU list: sorted, without repeats, runs written as
 /// ranges (`[3, 0, 1, 2, 8]` gives `0-3,8`).
 pub fn format_cpu_list(cpus: &[usize]) -> String {
@@ -1104,7 +1078,7 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 /// interrupts, or a missing one) is written once for all the affinities.
 /// Returns the failures in the order they were written (empty when
 /// everything was applied).
-pub fn apply(dev: &str, request: &ChannelRequest, irq: &[(u32, Vec<usize>)]) -> Vec<ChannelError> {
+pub fn apply(dev: &str, request: &ChannelRequest, irq: &[(u32, CpuSet)]) -> Vec<ChannelError> {
     let mut failures = Vec::new();
     if !request.is_empty() {
         if let Err(e) = set_channels(dev, *request) {
@@ -1113,7 +1087,7 @@ pub fn apply(dev: &str, request: &ChannelRequest, irq: &[(u32, Vec<usize>)]) -> 
         }
     }
     for (i, (channel, cpus)) in irq.iter().enumerate() {
-        if let Err(e) = set_channel_affinity(dev, *channel, cpus) {
+        if let Err(e) = set_channel_affinity(dev, *channel, &cpus.to_vec()) {
             if e.is_device_wide() {
                 let channels: Vec<String> = irq[i..].iter().map(|(c, _)| c.to_string()).collect();
                 report(&format!(
@@ -1685,27 +1659,13 @@ ERR:          0
     }
 
     #[test]
-    fn cpu_lists_parse_and_format() {
-        assert_eq!(
-            parse_cpu_list("0-3,8,10-11\n"),
-            Ok(vec![0, 1, 2, 3, 8, 10, 11])
-        );
-        assert_eq!(parse_cpu_list("5"), Ok(vec![5]));
-        assert_eq!(parse_cpu_list(" 3,1,1-2 "), Ok(vec![1, 2, 3]));
-        assert_eq!(parse_cpu_list("\n"), Ok(vec![]));
-        for bad in ["3-1", "a", "1,,2", "1-", "-1", "0-99999999", "1;2", "0x1"] {
-            assert!(parse_cpu_list(bad).is_err(), "{bad:?} was accepted");
-        }
-        assert_eq!(
-            parse_cpu_list("3-1"),
-            Err("the range \"3-1\" goes backwards".to_string())
-        );
+    fn cpu_lists_format_as_the_kernel_writes_them() {
         assert_eq!(format_cpu_list(&[3, 0, 1, 2, 8]), "0-3,8");
         assert_eq!(format_cpu_list(&[7]), "7");
         assert_eq!(format_cpu_list(&[1, 1, 3, 5, 6]), "1,3,5-6");
         assert_eq!(format_cpu_list(&[]), "");
         for cpus in [vec![0], vec![0, 2, 4], vec![1, 2, 3, 9, 10, 63, 64, 65]] {
-            assert_eq!(parse_cpu_list(&format_cpu_list(&cpus)), Ok(cpus));
+            assert_eq!(crate::config::cpu_list(&format_cpu_list(&cpus)), Ok(cpus));
         }
     }
 
@@ -1997,9 +1957,6 @@ ERR:          0
         assert!(matches!(e, ChannelError::Io { .. }), "{e}");
         std::fs::write(sys.affinity_path(38), "zero\n").expect("write");
         let e = sys.channel_affinity("eth0", 0).expect_err("bad text");
-        assert!(
-            e.to_string().contains("\"zero\" is not a CPU number"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("bad CPU `zero`"), "{e}");
     }
 }

@@ -33,8 +33,9 @@
 //! lines set the same key, the later one is the one that counts
 //! ([`crate::settings::Settings`] applies them in that order).
 
+pub use crate::channels::ChannelKind;
+pub use crate::fanout::FanoutSpec;
 use std::fmt;
-use streamcap::source::KernelFanout;
 
 /// The largest snap length `caplen` accepts (libpcap's largest).
 pub const MAX_CAPLEN: u32 = 262_144;
@@ -148,7 +149,7 @@ impl fmt::Display for Diagnostic {
 }
 
 /// `s`, shortened to [`QUOTE_LEN`] characters (with `…`) for a message.
-fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     match s.char_indices().nth(QUOTE_LEN) {
         Some((cut, _)) => format!("{}…", &s[..cut]),
         None => s.to_string(),
@@ -158,86 +159,6 @@ fn quote(s: &str) -> String {
 // ---------------------------------------------------------------------------
 // Values
 // ---------------------------------------------------------------------------
-
-/// A fan-out mode with its rollover flag: `hash`, `lb` (also
-/// `round_robin`), `cpu`, `rollover`, `rnd` or `qm`, optionally followed
-/// by `+rollover` (a socket whose backlog is full passes the packet on to
-/// the next one).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct FanoutSpec {
-    /// The kernel's `PACKET_FANOUT_*` mode.
-    pub mode: KernelFanout,
-    /// Whether `PACKET_FANOUT_FLAG_ROLLOVER` is set.
-    pub rollover: bool,
-}
-
-impl Default for FanoutSpec {
-    /// `hash`, without rollover.
-    fn default() -> FanoutSpec {
-        FanoutSpec {
-            mode: KernelFanout::Hash,
-            rollover: false,
-        }
-    }
-}
-
-impl FanoutSpec {
-    /// Reads a mode such as `hash`, `round_robin` or `lb+rollover`
-    /// (case-insensitive; whitespace around the mode and the flag is
-    /// trimmed).
-    pub fn parse(text: &str) -> Result<FanoutSpec, String> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err("empty fan-out mode".to_string());
-        }
-        let (name, flag) = match text.split_once('+') {
-            Some((name, flag)) => (name.trim(), Some(flag.trim())),
-            None => (text, None),
-        };
-        let mode = if name.eq_ignore_ascii_case("round_robin") {
-            Some(KernelFanout::Lb)
-        } else {
-            KernelFanout::parse(name)
-        };
-        let Some(mode) = mode else {
-            return Err(format!(
-                "unknown fan-out mode `{}`: expected hash, lb, round_robin, cpu, rollover, rnd or qm, optionally followed by +rollover",
-                quote(name)
-            ));
-        };
-        let rollover = match flag {
-            None => false,
-            Some(f) if f.eq_ignore_ascii_case("rollover") => true,
-            Some(f) => {
-                return Err(format!(
-                    "unknown fan-out flag `+{}`: only +rollover is supported",
-                    quote(f)
-                ))
-            }
-        };
-        Ok(FanoutSpec { mode, rollover })
-    }
-}
-
-impl fmt::Display for FanoutSpec {
-    /// The kernel name of the mode, with `+rollover` when the flag is set.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.mode.name())?;
-        if self.rollover {
-            f.write_str("+rollover")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::str::FromStr for FanoutSpec {
-    type Err = String;
-
-    /// As [`FanoutSpec::parse`].
-    fn from_str(s: &str) -> Result<FanoutSpec, String> {
-        FanoutSpec::parse(s)
-    }
-}
 
 /// A set of CPU numbers below [`MAX_CPUS`], held as a bit set of at
 /// most 512 bytes (up to the word of its highest CPU).
@@ -477,19 +398,6 @@ pub fn check_device(device: &str) -> Result<(), String> {
 // ---------------------------------------------------------------------------
 // Entries
 // ---------------------------------------------------------------------------
-
-/// Which channel count a channel key sets (ethtool's four kinds).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum ChannelKind {
-    /// `rx_channels`: receive-only channels.
-    Rx,
-    /// `tx_channels`: transmit-only channels.
-    Tx,
-    /// `other_channels`: channels for other purposes (link interrupts).
-    Other,
-    /// `combined_channels`: channels that both receive and transmit.
-    Combined,
-}
 
 /// One setting of the file, its value checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -757,6 +665,7 @@ fn no_at(name: &str, at: Option<&str>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use streamcap::source::KernelFanout;
 
     fn one(text: &str) -> Setting {
         let (entries, diagnostics) = parse("t.conf", text);

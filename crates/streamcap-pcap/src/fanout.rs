@@ -9,18 +9,20 @@
 //! only mode that keeps flow affinity. The other modes share packets
 //! without regard to flows.
 
-use std::io;
+use std::fmt;
+
 use std::os::fd::BorrowedFd;
 use streamcap::source::{FanoutJoin, KernelFanout};
 
-/// A fan-out mode with its rollover flag, as the configuration file, the
-/// environment and `pcap_fanout` name it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+/// A fan-out mode with its rollover flag: `hash`, `lb` (also
+/// `round_robin`), `cpu`, `rollover`, `rnd` or `qm`, optionally followed
+/// by `+rollover` (a socket whose backlog is full passes the packet on to
+/// the next one).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FanoutSpec {
-    /// How packets are spread over the group.
+    /// The kernel's `PACKET_FANOUT_*` mode.
     pub mode: KernelFanout,
-    /// `PACKET_FANOUT_FLAG_ROLLOVER`: when the chosen member is full, the
-    /// packet goes to another instead of being dropped.
+    /// Whether `PACKET_FANOUT_FLAG_ROLLOVER` is set.
     pub rollover: bool,
 }
 
@@ -35,28 +37,38 @@ impl Default for FanoutSpec {
 }
 
 impl FanoutSpec {
-    /// Parses `hash`, `lb` (or `round_robin`), `cpu`, `rollover`, `rnd`,
-    /// `qm` (case-insensitive), optionally followed by `+rollover`
-    /// (`hash+rollover`). The error lists the valid names.
-    pub fn parse(s: &str) -> Result<FanoutSpec, String> {
-        let s = s.trim();
-        let (name, rollover) = match s.split_once('+') {
-            Some((name, flag)) if flag.trim().eq_ignore_ascii_case("rollover") => {
-                (name.trim(), true)
-            }
-            Some((_, flag)) => {
-                return Err(format!(
-                    "unknown fan-out flag {:?} in {s:?} (the only flag is +rollover)",
-                    flag.trim()
-                ))
-            }
-            None => (s, false),
+    /// Reads a mode such as `hash`, `round_robin` or `lb+rollover`
+    /// (case-insensitive; whitespace around the mode and the flag is
+    /// trimmed).
+    pub fn parse(text: &str) -> Result<FanoutSpec, String> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err("empty fan-out mode".to_string());
+        }
+        let (name, flag) = match text.split_once('+') {
+            Some((name, flag)) => (name.trim(), Some(flag.trim())),
+            None => (text, None),
         };
         let mode = if name.eq_ignore_ascii_case("round_robin") {
-            KernelFanout::Lb
+            Some(KernelFanout::Lb)
         } else {
-            name.parse::<KernelFanout>()
-                .map_err(|e| format!("{e}, or round_robin"))?
+            KernelFanout::parse(name)
+        };
+        let Some(mode) = mode else {
+            return Err(format!(
+                "unknown fan-out mode `{}`: expected hash, lb, round_robin, cpu, rollover, rnd or qm, optionally followed by +rollover",
+                crate::config::quote(name)
+            ));
+        };
+        let rollover = match flag {
+            None => false,
+            Some(f) if f.eq_ignore_ascii_case("rollover") => true,
+            Some(f) => {
+                return Err(format!(
+                    "unknown fan-out flag `+{}`: only +rollover is supported",
+                    crate::config::quote(f)
+                ))
+            }
         };
         Ok(FanoutSpec { mode, rollover })
     }
@@ -73,6 +85,26 @@ impl FanoutSpec {
     }
 }
 
+impl fmt::Display for FanoutSpec {
+    /// The kernel name of the mode, with `+rollover` when the flag is set.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.mode.name())?;
+        if self.rollover {
+            f.write_str("+rollover")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for FanoutSpec {
+    type Err = String;
+
+    /// As [`FanoutSpec::parse`].
+    fn from_str(s: &str) -> Result<FanoutSpec, String> {
+        FanoutSpec::parse(s)
+    }
+}
+
 /// Joins packet socket `fd` to fan-out `group` with `spec`; the error says
 /// what the kernel refused, in words.
 pub fn join(fd: BorrowedFd<'_>, group: u16, spec: FanoutSpec) -> Result<(), String> {
@@ -82,7 +114,7 @@ pub fn join(fd: BorrowedFd<'_>, group: u16, spec: FanoutSpec) -> Result<(), Stri
             Some(libc::EINVAL) => "the group exists with another mode or flags, or the socket is not bound to an interface".to_string(),
             Some(libc::EALREADY) => "the socket is in a fan-out group already".to_string(),
             Some(libc::EPERM) => "not permitted".to_string(),
-            _ => io::Error::from(e).to_string(),
+            _ => e.to_string(),
         };
         format!(
             "joining fan-out group {group} (mode {}{}): {why}",

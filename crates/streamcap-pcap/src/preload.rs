@@ -20,9 +20,10 @@
 
 #![allow(unsafe_code)]
 
+use crate::config::{interface_of, CpuSet};
 use crate::fanout::{self, FanoutSpec};
 use crate::locality::{self, Batch, PktHdr, MAX_BATCH_BYTES};
-use crate::settings::{Caplen, Locality, Settings};
+use crate::settings::{ChannelRequest, Locality, Settings};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_uchar, c_void, CStr, CString};
 use std::os::fd::BorrowedFd;
@@ -47,22 +48,32 @@ const PCAP_ERROR_BREAK: c_int = -2;
 /// `PCAP_ERRBUF_SIZE`.
 const ERRBUF_SIZE: usize = 256;
 
+type CreateFn = unsafe extern "C" fn(*const c_char, *mut c_char) -> *mut PcapT;
+type HandleIntFn = unsafe extern "C" fn(*mut PcapT) -> c_int;
+type SetIntFn = unsafe extern "C" fn(*mut PcapT, c_int) -> c_int;
+type HandleFn = unsafe extern "C" fn(*mut PcapT);
+type LoopFn = unsafe extern "C" fn(*mut PcapT, c_int, PcapHandler, *mut c_uchar) -> c_int;
+type NextFn = unsafe extern "C" fn(*mut PcapT, *mut PktHdr) -> *const c_uchar;
+type NextExFn = unsafe extern "C" fn(*mut PcapT, *mut *mut PktHdr, *mut *const c_uchar) -> c_int;
+type FileFn = unsafe extern "C" fn(*mut PcapT) -> *mut c_void;
+type GeterrFn = unsafe extern "C" fn(*mut PcapT) -> *mut c_char;
+
 /// The system libpcap's functions.
 struct Real {
-    create: unsafe extern "C" fn(*const c_char, *mut c_char) -> *mut PcapT,
-    activate: unsafe extern "C" fn(*mut PcapT) -> c_int,
-    set_snaplen: unsafe extern "C" fn(*mut PcapT, c_int) -> c_int,
-    close: unsafe extern "C" fn(*mut PcapT),
-    loop_: unsafe extern "C" fn(*mut PcapT, c_int, PcapHandler, *mut c_uchar) -> c_int,
-    dispatch: unsafe extern "C" fn(*mut PcapT, c_int, PcapHandler, *mut c_uchar) -> c_int,
-    next: unsafe extern "C" fn(*mut PcapT, *mut PktHdr) -> *const c_uchar,
-    next_ex: unsafe extern "C" fn(*mut PcapT, *mut *mut PktHdr, *mut *const c_uchar) -> c_int,
-    breakloop: unsafe extern "C" fn(*mut PcapT),
-    fileno: unsafe extern "C" fn(*mut PcapT) -> c_int,
-    selectable_fd: unsafe extern "C" fn(*mut PcapT) -> c_int,
-    file: unsafe extern "C" fn(*mut PcapT) -> *mut c_void,
-    datalink: unsafe extern "C" fn(*mut PcapT) -> c_int,
-    geterr: unsafe extern "C" fn(*mut PcapT) -> *mut c_char,
+    create: CreateFn,
+    activate: HandleIntFn,
+    set_snaplen: SetIntFn,
+    close: HandleFn,
+    loop_: LoopFn,
+    dispatch: LoopFn,
+    next: NextFn,
+    next_ex: NextExFn,
+    breakloop: HandleFn,
+    fileno: HandleIntFn,
+    selectable_fd: HandleIntFn,
+    file: FileFn,
+    datalink: HandleIntFn,
+    geterr: GeterrFn,
 }
 
 /// The system libpcap, found once; `None` (with a message on stderr) if
@@ -107,20 +118,22 @@ fn find_real() -> Option<Real> {
     // name, whose C prototype (pcap/pcap.h) the field's type spells out.
     unsafe {
         Some(Real {
-            create: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_create")?),
-            activate: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_activate")?),
-            set_snaplen: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_set_snaplen")?),
-            close: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_close")?),
-            loop_: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_loop")?),
-            dispatch: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_dispatch")?),
-            next: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_next")?),
-            next_ex: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_next_ex")?),
-            breakloop: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_breakloop")?),
-            fileno: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_fileno")?),
-            selectable_fd: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_get_selectable_fd")?),
-            file: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_file")?),
-            datalink: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_datalink")?),
-            geterr: std::mem::transmute::<*mut c_void, _>(sym(c"pcap_geterr")?),
+            create: std::mem::transmute::<*mut c_void, CreateFn>(sym(c"pcap_create")?),
+            activate: std::mem::transmute::<*mut c_void, HandleIntFn>(sym(c"pcap_activate")?),
+            set_snaplen: std::mem::transmute::<*mut c_void, SetIntFn>(sym(c"pcap_set_snaplen")?),
+            close: std::mem::transmute::<*mut c_void, HandleFn>(sym(c"pcap_close")?),
+            loop_: std::mem::transmute::<*mut c_void, LoopFn>(sym(c"pcap_loop")?),
+            dispatch: std::mem::transmute::<*mut c_void, LoopFn>(sym(c"pcap_dispatch")?),
+            next: std::mem::transmute::<*mut c_void, NextFn>(sym(c"pcap_next")?),
+            next_ex: std::mem::transmute::<*mut c_void, NextExFn>(sym(c"pcap_next_ex")?),
+            breakloop: std::mem::transmute::<*mut c_void, HandleFn>(sym(c"pcap_breakloop")?),
+            fileno: std::mem::transmute::<*mut c_void, HandleIntFn>(sym(c"pcap_fileno")?),
+            selectable_fd: std::mem::transmute::<*mut c_void, HandleIntFn>(sym(
+                c"pcap_get_selectable_fd",
+            )?),
+            file: std::mem::transmute::<*mut c_void, FileFn>(sym(c"pcap_file")?),
+            datalink: std::mem::transmute::<*mut c_void, HandleIntFn>(sym(c"pcap_datalink")?),
+            geterr: std::mem::transmute::<*mut c_void, GeterrFn>(sym(c"pcap_geterr")?),
         })
     }
 }
@@ -202,18 +215,6 @@ fn set_error(r: &Real, p: *mut PcapT, msg: &str) {
     }
 }
 
-/// The real interface of a device name: `eth0` for the virtual `eth0:1`.
-fn interface_of(name: &str) -> &str {
-    match name.rsplit_once(':') {
-        Some((dev, n))
-            if !dev.is_empty() && !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            dev
-        }
-        _ => name,
-    }
-}
-
 /// `pcap_create`: opens the real interface of a virtual device.
 ///
 /// # Safety
@@ -280,11 +281,9 @@ pub unsafe extern "C" fn pcap_activate(p: *mut PcapT) -> c_int {
         return unsafe { (r.activate)(p) };
     };
     let dev = settings().device(&name);
-    let snaplen = match dev.caplen {
-        Some(Caplen::Override(n)) => Some(n),
-        Some(Caplen::Default(n)) if !h.app_snaplen.load(Ordering::Relaxed) => Some(n),
-        _ => None,
-    };
+    let snaplen = dev
+        .caplen
+        .and_then(|c| c.applies(h.app_snaplen.load(Ordering::Relaxed)));
     if let Some(n) = snaplen {
         // SAFETY: `p` is not activated yet (the contract).
         unsafe { (r.set_snaplen)(p, n as c_int) };
@@ -306,11 +305,7 @@ pub unsafe extern "C" fn pcap_activate(p: *mut PcapT) -> c_int {
 }
 
 /// Applies a device's channel count and IRQ affinity once per process.
-fn apply_channels_once(
-    interface: &str,
-    request: &crate::channels::ChannelRequest,
-    irq: &[(u32, Vec<usize>)],
-) {
+fn apply_channels_once(interface: &str, request: &ChannelRequest, irq: &[(u32, CpuSet)]) {
     static DONE: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
     if request.is_empty() && irq.is_empty() {
         return;
@@ -323,7 +318,8 @@ fn apply_channels_once(
         return;
     }
     done.push(interface.to_string());
-    crate::channels::apply(interface, request, irq);
+    // Each failure is reported on stderr; activation goes on.
+    let _ = crate::channels::apply(interface, request, irq);
 }
 
 /// Joins the handle's socket to a fan-out group.
@@ -756,20 +752,5 @@ pub unsafe extern "C" fn pcap_next(p: *mut PcapT, header: *mut PktHdr) -> *const
             d
         }
         Err(_) => std::ptr::null(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn virtual_devices_open_their_interface() {
-        assert_eq!(interface_of("eth0:1"), "eth0");
-        assert_eq!(interface_of("eth0"), "eth0");
-        assert_eq!(interface_of("any"), "any");
-        assert_eq!(interface_of("eth0:x"), "eth0:x");
-        assert_eq!(interface_of(":1"), ":1");
-        assert_eq!(interface_of("eth0:"), "eth0:");
     }
 }

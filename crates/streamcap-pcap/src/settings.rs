@@ -27,7 +27,9 @@ use crate::config::{self, Entry, Setting, Severity};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-pub use crate::config::{cpu_list, interface_of, ChannelKind, CpuSet, Diagnostic, FanoutSpec};
+pub use crate::channels::{ChannelKind, ChannelRequest};
+pub use crate::config::{cpu_list, interface_of, CpuSet, Diagnostic};
+pub use crate::fanout::FanoutSpec;
 
 /// The locality timeout when neither the environment nor the file sets
 /// one, in milliseconds (the value of `locality-buffering.txt`'s
@@ -79,48 +81,6 @@ pub struct Locality {
     /// How long a batch waits for more packets, in milliseconds, 1 to
     /// [`config::MAX_LOCALITY_TIMEOUT_MS`].
     pub timeout_ms: u64,
-}
-
-/// Channel counts requested for an interface; `None` leaves a count as it
-/// is.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct ChannelRequest {
-    /// Receive-only channels (`rx_channels@<dev>`).
-    pub rx: Option<u32>,
-    /// Transmit-only channels (`tx_channels@<dev>`).
-    pub tx: Option<u32>,
-    /// Other channels (`other_channels@<dev>`).
-    pub other: Option<u32>,
-    /// Combined channels (`PCAP_CHANNEL_<dev>`, `combined_channels@<dev>`).
-    pub combined: Option<u32>,
-}
-
-impl ChannelRequest {
-    /// Whether no count is requested.
-    pub fn is_empty(&self) -> bool {
-        *self == ChannelRequest::default()
-    }
-
-    /// The count of `kind`.
-    pub fn get(&self, kind: ChannelKind) -> Option<u32> {
-        match kind {
-            ChannelKind::Rx => self.rx,
-            ChannelKind::Tx => self.tx,
-            ChannelKind::Other => self.other,
-            ChannelKind::Combined => self.combined,
-        }
-    }
-
-    /// Sets the count of `kind`.
-    pub fn set(&mut self, kind: ChannelKind, count: u32) {
-        let field = match kind {
-            ChannelKind::Rx => &mut self.rx,
-            ChannelKind::Tx => &mut self.tx,
-            ChannelKind::Other => &mut self.other,
-            ChannelKind::Combined => &mut self.combined,
-        };
-        *field = Some(count);
-    }
 }
 
 /// What a handle opened on one device gets from the environment and the
@@ -400,6 +360,16 @@ impl Settings {
             channels,
             irq: irq.into_iter().collect(),
         }
+    }
+
+    /// Whether locality buffering may apply to any handle (a batch size
+    /// other than 0 is set anywhere): when not, the read calls go straight
+    /// to libpcap without looking the handle up.
+    pub fn locality_anywhere(&self) -> bool {
+        let set = |b: &Option<usize>| b.is_some_and(|b| b > 0);
+        set(&self.env.locality)
+            || set(&self.file.locality)
+            || self.file.locality_at.values().any(|&b| b > 0)
     }
 
     /// Locality buffering of a handle that reads a file (it has no device,

@@ -422,7 +422,10 @@ fn checks_in_the_namespace() {
             tx: Some(4),
             ..ChannelRequest::default()
         },
-        &[(0, vec![0]), (1, vec![1])],
+        &[
+            (0, streamcap_pcap::config::CpuSet::parse("0").expect("cpus")),
+            (1, streamcap_pcap::config::CpuSet::parse("1").expect("cpus")),
+        ],
     );
     let ch = get_channels(dev).expect("read back");
     assert_eq!((ch.rx, ch.tx), (1, 4), "{ch:?}");

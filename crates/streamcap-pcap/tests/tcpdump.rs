@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use streamcap_gen::campus::{Campus, CampusConfig};
 
+/// A connection: protocol and its two endpoints, the lower first.
+type Connection = (u8, String, String);
+
 /// Not a test: the replay [`Netns::replay`] runs inside the namespace.
 #[test]
 fn replay_helper() {
@@ -78,7 +81,7 @@ fn check_split(files: &[PathBuf], sent: &[Vec<u8>], caplen: Option<usize>) {
     for (f, g) in files.iter().zip(&got) {
         assert!(!g.is_empty(), "{} got no traffic", f.display());
     }
-    let mut owner: BTreeMap<(u8, String, String), BTreeSet<usize>> = BTreeMap::new();
+    let mut owner: BTreeMap<Connection, BTreeSet<usize>> = BTreeMap::new();
     for (i, g) in got.iter().enumerate() {
         for fr in g {
             if let Some(c) = connection(fr) {
@@ -183,7 +186,7 @@ fn same_frames_each_flow_in_order(want: &[Vec<u8>], got: &[Vec<u8>]) {
     assert_eq!(got.len(), want.len(), "frame count");
     assert!(multiset(got) == multiset(want), "not the same frames");
     let by_flow = |fs: &[Vec<u8>]| {
-        let mut m: BTreeMap<Option<(u8, String, String)>, Vec<Vec<u8>>> = BTreeMap::new();
+        let mut m: BTreeMap<Option<Connection>, Vec<Vec<u8>>> = BTreeMap::new();
         for f in fs {
             m.entry(connection(f)).or_default().push(f.clone());
         }
