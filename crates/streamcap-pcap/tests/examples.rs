@@ -2,8 +2,9 @@
 //! library with its pkg-config file (`streamcap-pcap.pc`, written beside
 //! the library) and run: `fanout_threads.c`, the paper's multi-threaded
 //! use of `pcap_fanout`, on a veth pair inside a network namespace of the
-//! test's own. Skips with a message without `cc`, `pkg-config`, libpcap's
-//! headers, root or `ip`.
+//! test's own; `read_all.c`, every libpcap read call on a file with and
+//! without locality buffering. Skips with a message without `cc`,
+//! `pkg-config`, libpcap's headers, or (for the live part) root or `ip`.
 
 mod common;
 
@@ -136,4 +137,61 @@ fn a_bad_mode_is_refused_with_the_valid_names() {
         err.contains("pcap_fanout") && err.contains("round_robin"),
         "{err}"
     );
+}
+
+/// `read_all FILE MODE` with `env`; its lines.
+fn read_all(exe: &Path, pcap: &Path, mode: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let mut c = Command::new(exe);
+    c.arg(pcap).arg(mode);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("run read_all");
+    assert!(
+        o.status.success(),
+        "read_all {mode}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// With locality buffering every read call (`pcap_loop` whole and 7 at a
+/// time, `pcap_dispatch`, `pcap_next`, `pcap_next_ex`, and `pcap_loop`
+/// broken from its callback every 10th packet) hands out the same packets
+/// in the same order, headers and bytes unchanged: the file's packets,
+/// reordered. Linked by name, the library's calls are the program's.
+#[test]
+fn every_read_call_hands_out_the_same_locality_order() {
+    let dir = tempdir("example-read-all");
+    let Some(exe) = build("read_all", &dir) else {
+        return;
+    };
+    let cfg = CampusConfig {
+        seed: 4,
+        packets: 2_000,
+        concurrency: 60,
+        ..CampusConfig::default()
+    };
+    let pcap = dir.join("in.pcap");
+    std::fs::write(&pcap, Campus::new(cfg).to_bytes().0).expect("write capture");
+    let plain = read_all(&exe, &pcap, "loop", &[]);
+    assert_eq!(plain.len(), 2_000);
+    let local = [("PCAP_LOCALITY", "300")];
+    let reference = read_all(&exe, &pcap, "loop", &local);
+    assert_ne!(reference, plain, "locality did not reorder");
+    let (mut a, mut b) = (plain.clone(), reference.clone());
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "not the same packets");
+    for mode in ["loop7", "dispatch", "next", "next_ex", "break"] {
+        assert_eq!(read_all(&exe, &pcap, mode, &local), reference, "{mode}");
+        assert_eq!(
+            read_all(&exe, &pcap, mode, &[]),
+            plain,
+            "{mode} without locality"
+        );
+    }
 }
