@@ -19,6 +19,7 @@
 //! libpcap directly.
 
 #![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 use crate::config::{interface_of, CpuSet};
 use crate::fanout::{self, FanoutSpec};
@@ -138,6 +139,19 @@ fn find_real() -> Option<Real> {
     }
 }
 
+/// Runs the body of an exported function: a panic (a bug of the library)
+/// is reported on stderr and comes back as `fallback` (libpcap's error
+/// value for the call) instead of unwinding into C.
+fn guard<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(v) => v,
+        Err(_) => {
+            eprintln!("libstreamcap_pcap: internal error (a panic); the call fails");
+            fallback
+        }
+    }
+}
+
 /// The settings of the process: the environment and the configuration
 /// file, read (and their problems reported) once, at the first call.
 fn settings() -> &'static Settings {
@@ -188,10 +202,14 @@ impl Handle {
 }
 
 /// Every handle the library knows, by address.
-fn handles() -> MutexGuard<'static, HashMap<usize, Arc<Handle>>> {
+fn handle_table() -> &'static Mutex<HashMap<usize, Arc<Handle>>> {
     static HANDLES: OnceLock<Mutex<HashMap<usize, Arc<Handle>>>> = OnceLock::new();
-    let m = HANDLES.get_or_init(Default::default);
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    HANDLES.get_or_init(Default::default)
+}
+
+/// The table of handles, locked.
+fn handles() -> MutexGuard<'static, HashMap<usize, Arc<Handle>>> {
+    handle_table().lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn handle_of(p: *mut PcapT) -> Option<Arc<Handle>> {
@@ -222,28 +240,30 @@ fn set_error(r: &Real, p: *mut PcapT, msg: &str) {
 /// PCAP_ERRBUF_SIZE writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_create(source: *const c_char, errbuf: *mut c_char) -> *mut PcapT {
-    let Some(r) = real() else {
-        return std::ptr::null_mut();
-    };
-    let name = (!source.is_null())
-        // SAFETY: a NUL-terminated string by the contract.
-        .then(|| {
-            unsafe { CStr::from_ptr(source) }
-                .to_string_lossy()
-                .into_owned()
-        });
-    let real_name = name
-        .as_deref()
-        .map(interface_of)
-        .and_then(|n| CString::new(n).ok());
-    let src = real_name.as_ref().map_or(source, |c| c.as_ptr());
-    // SAFETY: the contract, passed on; `src` is `source` or a string that
-    // lives through the call.
-    let p = unsafe { (r.create)(src, errbuf) };
-    if !p.is_null() {
-        handles().insert(p as usize, Arc::new(Handle::new(name)));
-    }
-    p
+    guard(std::ptr::null_mut(), || {
+        let Some(r) = real() else {
+            return std::ptr::null_mut();
+        };
+        let name = (!source.is_null())
+            // SAFETY: a NUL-terminated string by the contract.
+            .then(|| {
+                unsafe { CStr::from_ptr(source) }
+                    .to_string_lossy()
+                    .into_owned()
+            });
+        let real_name = name
+            .as_deref()
+            .map(interface_of)
+            .and_then(|n| CString::new(n).ok());
+        let src = real_name.as_ref().map_or(source, |c| c.as_ptr());
+        // SAFETY: the contract, passed on; `src` is `source` or a string that
+        // lives through the call.
+        let p = unsafe { (r.create)(src, errbuf) };
+        if !p.is_null() {
+            handles().insert(p as usize, Arc::new(Handle::new(name)));
+        }
+        p
+    })
 }
 
 /// `pcap_set_snaplen`: notes that the program chose one.
@@ -252,14 +272,16 @@ pub unsafe extern "C" fn pcap_create(source: *const c_char, errbuf: *mut c_char)
 /// libpcap's contract: `p` a handle from `pcap_create`, not activated.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_set_snaplen(p: *mut PcapT, snaplen: c_int) -> c_int {
-    let Some(r) = real() else {
-        return PCAP_ERROR;
-    };
-    if let Some(h) = handle_of(p) {
-        h.app_snaplen.store(true, Ordering::Relaxed);
-    }
-    // SAFETY: the contract, passed on.
-    unsafe { (r.set_snaplen)(p, snaplen) }
+    guard(PCAP_ERROR, || {
+        let Some(r) = real() else {
+            return PCAP_ERROR;
+        };
+        if let Some(h) = handle_of(p) {
+            h.app_snaplen.store(true, Ordering::Relaxed);
+        }
+        // SAFETY: the contract, passed on.
+        unsafe { (r.set_snaplen)(p, snaplen) }
+    })
 }
 
 /// `pcap_activate`, with the snap length, channels, IRQ affinity and
@@ -269,39 +291,41 @@ pub unsafe extern "C" fn pcap_set_snaplen(p: *mut PcapT, snaplen: c_int) -> c_in
 /// libpcap's contract: `p` a handle from `pcap_create`.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_activate(p: *mut PcapT) -> c_int {
-    let Some(r) = real() else {
-        return PCAP_ERROR;
-    };
-    let Some(h) = handle_of(p) else {
-        // SAFETY: the contract, passed on.
-        return unsafe { (r.activate)(p) };
-    };
-    let Some(name) = h.opened_as.clone() else {
-        // SAFETY: the contract, passed on.
-        return unsafe { (r.activate)(p) };
-    };
-    let dev = settings().device(&name);
-    let snaplen = dev
-        .caplen
-        .and_then(|c| c.applies(h.app_snaplen.load(Ordering::Relaxed)));
-    if let Some(n) = snaplen {
-        // SAFETY: `p` is not activated yet (the contract).
-        unsafe { (r.set_snaplen)(p, n as c_int) };
-    }
-    apply_channels_once(&dev.interface, &dev.channels, &dev.irq);
-    // SAFETY: the contract, passed on.
-    let rc = unsafe { (r.activate)(p) };
-    if rc < 0 {
-        return rc;
-    }
-    if let Some(group) = dev.group {
-        if let Err(e) = join(r, p, group, dev.fanout) {
-            set_error(r, p, &format!("{name}: {e}"));
+    guard(PCAP_ERROR, || {
+        let Some(r) = real() else {
             return PCAP_ERROR;
+        };
+        let Some(h) = handle_of(p) else {
+            // SAFETY: the contract, passed on.
+            return unsafe { (r.activate)(p) };
+        };
+        let Some(name) = h.opened_as.clone() else {
+            // SAFETY: the contract, passed on.
+            return unsafe { (r.activate)(p) };
+        };
+        let dev = settings().device(&name);
+        let snaplen = dev
+            .caplen
+            .and_then(|c| c.applies(h.app_snaplen.load(Ordering::Relaxed)));
+        if let Some(n) = snaplen {
+            // SAFETY: `p` is not activated yet (the contract).
+            unsafe { (r.set_snaplen)(p, n as c_int) };
         }
-    }
-    let _ = h.locality.set(dev.locality);
-    rc
+        apply_channels_once(&dev.interface, &dev.channels, &dev.irq);
+        // SAFETY: the contract, passed on.
+        let rc = unsafe { (r.activate)(p) };
+        if rc < 0 {
+            return rc;
+        }
+        if let Some(group) = dev.group {
+            if let Err(e) = join(r, p, group, dev.fanout) {
+                set_error(r, p, &format!("{name}: {e}"));
+                return PCAP_ERROR;
+            }
+        }
+        let _ = h.locality.set(dev.locality);
+        rc
+    })
 }
 
 /// Applies a device's channel count and IRQ affinity once per process.
@@ -343,30 +367,32 @@ fn join(r: &Real, p: *mut PcapT, group: u16, spec: FanoutSpec) -> Result<(), Str
 /// `p` an activated handle; `fanout` NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_fanout(p: *mut PcapT, group: c_int, fanout: *const c_char) -> c_int {
-    let Some(r) = real() else {
-        return PCAP_ERROR;
-    };
-    if p.is_null() {
-        return PCAP_ERROR;
-    }
-    let spec = if fanout.is_null() {
-        Ok(FanoutSpec::default())
-    } else {
-        // SAFETY: a NUL-terminated string by the contract.
-        FanoutSpec::parse(&unsafe { CStr::from_ptr(fanout) }.to_string_lossy())
-    };
-    let result = match (u16::try_from(group), spec) {
-        (Err(_), _) => Err(format!("pcap_fanout: group {group}: expected 0 to 65535")),
-        (_, Err(e)) => Err(format!("pcap_fanout: {e}")),
-        (Ok(g), Ok(spec)) => join(r, p, g, spec).map_err(|e| format!("pcap_fanout: {e}")),
-    };
-    match result {
-        Ok(()) => 0,
-        Err(e) => {
-            set_error(r, p, &e);
-            PCAP_ERROR
+    guard(PCAP_ERROR, || {
+        let Some(r) = real() else {
+            return PCAP_ERROR;
+        };
+        if p.is_null() {
+            return PCAP_ERROR;
         }
-    }
+        let spec = if fanout.is_null() {
+            Ok(FanoutSpec::default())
+        } else {
+            // SAFETY: a NUL-terminated string by the contract.
+            FanoutSpec::parse(&unsafe { CStr::from_ptr(fanout) }.to_string_lossy())
+        };
+        let result = match (u16::try_from(group), spec) {
+            (Err(_), _) => Err(format!("pcap_fanout: group {group}: expected 0 to 65535")),
+            (_, Err(e)) => Err(format!("pcap_fanout: {e}")),
+            (Ok(g), Ok(spec)) => join(r, p, g, spec).map_err(|e| format!("pcap_fanout: {e}")),
+        };
+        match result {
+            Ok(()) => 0,
+            Err(e) => {
+                set_error(r, p, &e);
+                PCAP_ERROR
+            }
+        }
+    })
 }
 
 /// `pcap_close`: forgets the handle.
@@ -375,11 +401,13 @@ pub unsafe extern "C" fn pcap_fanout(p: *mut PcapT, group: c_int, fanout: *const
 /// libpcap's contract.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_close(p: *mut PcapT) {
-    handles().remove(&(p as usize));
-    if let Some(r) = real() {
-        // SAFETY: the contract, passed on.
-        unsafe { (r.close)(p) };
-    }
+    guard((), || {
+        handles().remove(&(p as usize));
+        if let Some(r) = real() {
+            // SAFETY: the contract, passed on.
+            unsafe { (r.close)(p) };
+        }
+    })
 }
 
 /// `pcap_breakloop`: also ends a batch being handed out.
@@ -388,19 +416,28 @@ pub unsafe extern "C" fn pcap_close(p: *mut PcapT) {
 /// libpcap's contract.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_breakloop(p: *mut PcapT) {
-    let Some(r) = real() else {
-        return;
-    };
-    if let Some(h) = handle_of(p) {
-        h.breaking.store(true, Ordering::SeqCst);
-        if h.delivering.load(Ordering::SeqCst) {
-            // The library's own loop sees it after the callback; libpcap's
-            // flag would break the next read instead.
+    guard((), || {
+        let Some(r) = real() else {
             return;
+        };
+        // Often called from a signal handler (tcpdump's on SIGINT): the
+        // table is only tried, never waited for. When it is busy, libpcap's
+        // own flag ends the next read, which the library's loops obey too.
+        let h = handle_table()
+            .try_lock()
+            .ok()
+            .and_then(|all| all.get(&(p as usize)).cloned());
+        if let Some(h) = h {
+            h.breaking.store(true, Ordering::SeqCst);
+            if h.delivering.load(Ordering::SeqCst) {
+                // The library's own loop sees it after the callback; libpcap's
+                // flag would break the next read instead.
+                return;
+            }
         }
-    }
-    // SAFETY: the contract, passed on.
-    unsafe { (r.breakloop)(p) }
+        // SAFETY: the contract, passed on.
+        unsafe { (r.breakloop)(p) }
+    })
 }
 
 /// The handle's locality buffering, if it applies: set at activation for
@@ -582,45 +619,47 @@ pub unsafe extern "C" fn pcap_loop(
     callback: PcapHandler,
     user: *mut c_uchar,
 ) -> c_int {
-    let Some(r) = real() else {
-        return PCAP_ERROR;
-    };
-    let Some((h, loc)) = locality_of(r, p) else {
-        // SAFETY: the contract, passed on.
-        return unsafe { (r.loop_)(p, cnt, callback, user) };
-    };
-    let Ok(mut st) = h.batch.try_lock() else {
-        // Called from the program's own callback: no batches inside.
-        // SAFETY: the contract, passed on.
-        return unsafe { (r.loop_)(p, cnt, callback, user) };
-    };
-    let mut done: c_int = 0;
-    loop {
-        let left = if cnt > 0 { cnt - done } else { 0 };
-        match deliver(&h, &mut st, left, callback, user) {
-            Err(e) => return e,
-            Ok(n) => done += n,
+    guard(PCAP_ERROR, || {
+        let Some(r) = real() else {
+            return PCAP_ERROR;
+        };
+        let Some((h, loc)) = locality_of(r, p) else {
+            // SAFETY: the contract, passed on.
+            return unsafe { (r.loop_)(p, cnt, callback, user) };
+        };
+        let Ok(mut st) = h.batch.try_lock() else {
+            // Called from the program's own callback: no batches inside.
+            // SAFETY: the contract, passed on.
+            return unsafe { (r.loop_)(p, cnt, callback, user) };
+        };
+        let mut done: c_int = 0;
+        loop {
+            let left = if cnt > 0 { cnt - done } else { 0 };
+            match deliver(&h, &mut st, left, callback, user) {
+                Err(e) => return e,
+                Ok(n) => done += n,
+            }
+            if cnt > 0 && done >= cnt {
+                return 0;
+            }
+            if let Some(e) = st.error.take() {
+                return e;
+            }
+            if st.eof {
+                st.eof = false;
+                return 0;
+            }
+            if h.breaking.swap(false, Ordering::SeqCst) {
+                return PCAP_ERROR_BREAK;
+            }
+            match gather(r, p, &h, &mut st, loc) {
+                Gathered::Batch | Gathered::Nothing => {}
+                Gathered::Eof => return 0,
+                Gathered::Break => return PCAP_ERROR_BREAK,
+                Gathered::Error(e) => return e,
+            }
         }
-        if cnt > 0 && done >= cnt {
-            return 0;
-        }
-        if let Some(e) = st.error.take() {
-            return e;
-        }
-        if st.eof {
-            st.eof = false;
-            return 0;
-        }
-        if h.breaking.swap(false, Ordering::SeqCst) {
-            return PCAP_ERROR_BREAK;
-        }
-        match gather(r, p, &h, &mut st, loc) {
-            Gathered::Batch | Gathered::Nothing => {}
-            Gathered::Eof => return 0,
-            Gathered::Break => return PCAP_ERROR_BREAK,
-            Gathered::Error(e) => return e,
-        }
-    }
+    })
 }
 
 /// `pcap_dispatch`, in locality batches when they apply: the rest of the
@@ -635,33 +674,35 @@ pub unsafe extern "C" fn pcap_dispatch(
     callback: PcapHandler,
     user: *mut c_uchar,
 ) -> c_int {
-    let Some(r) = real() else {
-        return PCAP_ERROR;
-    };
-    let Some((h, loc)) = locality_of(r, p) else {
-        // SAFETY: the contract, passed on.
-        return unsafe { (r.dispatch)(p, cnt, callback, user) };
-    };
-    let Ok(mut st) = h.batch.try_lock() else {
-        // SAFETY: the contract, passed on.
-        return unsafe { (r.dispatch)(p, cnt, callback, user) };
-    };
-    if !st.batch.pending() {
-        if let Some(e) = st.error.take() {
-            return e;
+    guard(PCAP_ERROR, || {
+        let Some(r) = real() else {
+            return PCAP_ERROR;
+        };
+        let Some((h, loc)) = locality_of(r, p) else {
+            // SAFETY: the contract, passed on.
+            return unsafe { (r.dispatch)(p, cnt, callback, user) };
+        };
+        let Ok(mut st) = h.batch.try_lock() else {
+            // SAFETY: the contract, passed on.
+            return unsafe { (r.dispatch)(p, cnt, callback, user) };
+        };
+        if !st.batch.pending() {
+            if let Some(e) = st.error.take() {
+                return e;
+            }
+            if st.eof {
+                st.eof = false;
+                return 0;
+            }
+            match gather(r, p, &h, &mut st, loc) {
+                Gathered::Batch => {}
+                Gathered::Nothing | Gathered::Eof => return 0,
+                Gathered::Break => return PCAP_ERROR_BREAK,
+                Gathered::Error(e) => return e,
+            }
         }
-        if st.eof {
-            st.eof = false;
-            return 0;
-        }
-        match gather(r, p, &h, &mut st, loc) {
-            Gathered::Batch => {}
-            Gathered::Nothing | Gathered::Eof => return 0,
-            Gathered::Break => return PCAP_ERROR_BREAK,
-            Gathered::Error(e) => return e,
-        }
-    }
-    deliver(&h, &mut st, cnt, callback, user).unwrap_or_else(|e| e)
+        deliver(&h, &mut st, cnt, callback, user).unwrap_or_else(|e| e)
+    })
 }
 
 /// The next packet of the handle's batch, gathering one if needed:
@@ -707,27 +748,29 @@ pub unsafe extern "C" fn pcap_next_ex(
     header: *mut *mut PktHdr,
     data: *mut *const c_uchar,
 ) -> c_int {
-    let Some(r) = real() else {
-        return PCAP_ERROR;
-    };
-    let Some((h, loc)) = locality_of(r, p) else {
-        // SAFETY: the contract, passed on.
-        return unsafe { (r.next_ex)(p, header, data) };
-    };
-    match next_packet(r, p, &h, loc) {
-        Ok((hd, d)) => {
-            if !header.is_null() {
-                // SAFETY: a writable pointer by the contract.
-                unsafe { *header = hd.cast_mut() };
+    guard(PCAP_ERROR, || {
+        let Some(r) = real() else {
+            return PCAP_ERROR;
+        };
+        let Some((h, loc)) = locality_of(r, p) else {
+            // SAFETY: the contract, passed on.
+            return unsafe { (r.next_ex)(p, header, data) };
+        };
+        match next_packet(r, p, &h, loc) {
+            Ok((hd, d)) => {
+                if !header.is_null() {
+                    // SAFETY: a writable pointer by the contract.
+                    unsafe { *header = hd.cast_mut() };
+                }
+                if !data.is_null() {
+                    // SAFETY: as above.
+                    unsafe { *data = d };
+                }
+                1
             }
-            if !data.is_null() {
-                // SAFETY: as above.
-                unsafe { *data = d };
-            }
-            1
+            Err(code) => code,
         }
-        Err(code) => code,
-    }
+    })
 }
 
 /// `pcap_next`, from locality batches when they apply.
@@ -736,21 +779,23 @@ pub unsafe extern "C" fn pcap_next_ex(
 /// libpcap's contract.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_next(p: *mut PcapT, header: *mut PktHdr) -> *const c_uchar {
-    let Some(r) = real() else {
-        return std::ptr::null();
-    };
-    let Some((h, loc)) = locality_of(r, p) else {
-        // SAFETY: the contract, passed on.
-        return unsafe { (r.next)(p, header) };
-    };
-    match next_packet(r, p, &h, loc) {
-        Ok((hd, d)) => {
-            if !header.is_null() {
-                // SAFETY: `header` is writable by the contract; `hd` valid.
-                unsafe { *header = *hd };
+    guard(std::ptr::null(), || {
+        let Some(r) = real() else {
+            return std::ptr::null();
+        };
+        let Some((h, loc)) = locality_of(r, p) else {
+            // SAFETY: the contract, passed on.
+            return unsafe { (r.next)(p, header) };
+        };
+        match next_packet(r, p, &h, loc) {
+            Ok((hd, d)) => {
+                if !header.is_null() {
+                    // SAFETY: `header` is writable by the contract; `hd` valid.
+                    unsafe { *header = *hd };
+                }
+                d
             }
-            d
+            Err(_) => std::ptr::null(),
         }
-        Err(_) => std::ptr::null(),
-    }
+    })
 }
