@@ -11,6 +11,10 @@
 #              is compared with (crates/streamcap-apps/tests/ndpi.rs)
 #   gcc, libc6-dev, pkg-config, valgrind - the C API's tests compile the C
 #              examples through pkg-config and run them under memcheck
+#   tcpdump  - the unmodified libpcap program libstreamcap_pcap.so is tested
+#              with (crates/streamcap-pcap/tests/tcpdump.rs), with ndpiReader
+#   ethtool  - what the channel calls of libstreamcap_pcap.so are compared
+#              with (crates/streamcap-pcap/tests/channels.rs)
 #   nfdump   - nfcapd, the IPFIX collector `flows --ipfix` is tested
 #              against, and nfdump to read its files back
 #   suricata - Suricata 7, which `streamcap nids` is compared with; on
@@ -50,7 +54,7 @@
 #   suricata                                  - the NIDS benchmark's Suricata rows
 set -euo pipefail
 pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin gcc libc6-dev pkg-config valgrind nfdump
-  cmake g++ default-jdk-headless maven clang libbpf-dev)
+  cmake g++ default-jdk-headless maven clang libbpf-dev ethtool)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(libnids-dev softflowd time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay libhyperscan-dev)
 fi
