@@ -608,6 +608,31 @@ fn deliver(
     Ok(n)
 }
 
+/// The read calls' common part: `direct` (libpcap's own call) when
+/// locality buffering does not apply to `p`, or when the program calls
+/// from its own callback while the handle's batch is being handed out;
+/// else `batched` on the handle's batch. `fallback` is the call's error
+/// value, should the library have none of libpcap or panic.
+fn read_call<T: Copy>(
+    p: *mut PcapT,
+    fallback: T,
+    direct: impl FnOnce(&Real) -> T,
+    batched: impl FnOnce(&Real, &Handle, &mut BatchState, Locality) -> T,
+) -> T {
+    guard(fallback, || {
+        let Some(r) = real() else {
+            return fallback;
+        };
+        let Some((h, loc)) = locality_of(r, p) else {
+            return direct(r);
+        };
+        let Ok(mut st) = h.batch.try_lock() else {
+            return direct(r);
+        };
+        batched(r, &h, &mut st, loc)
+    })
+}
+
 /// `pcap_loop`, in locality batches when they apply.
 ///
 /// # Safety
@@ -619,47 +644,41 @@ pub unsafe extern "C" fn pcap_loop(
     callback: PcapHandler,
     user: *mut c_uchar,
 ) -> c_int {
-    guard(PCAP_ERROR, || {
-        let Some(r) = real() else {
-            return PCAP_ERROR;
-        };
-        let Some((h, loc)) = locality_of(r, p) else {
-            // SAFETY: the contract, passed on.
-            return unsafe { (r.loop_)(p, cnt, callback, user) };
-        };
-        let Ok(mut st) = h.batch.try_lock() else {
-            // Called from the program's own callback: no batches inside.
-            // SAFETY: the contract, passed on.
-            return unsafe { (r.loop_)(p, cnt, callback, user) };
-        };
-        let mut done: c_int = 0;
-        loop {
-            let left = if cnt > 0 { cnt - done } else { 0 };
-            match deliver(&h, &mut st, left, callback, user) {
-                Err(e) => return e,
-                Ok(n) => done += n,
+    read_call(
+        p,
+        PCAP_ERROR,
+        // SAFETY: the contract, passed on.
+        |r| unsafe { (r.loop_)(p, cnt, callback, user) },
+        |r, h, st, loc| {
+            let mut done: c_int = 0;
+            loop {
+                let left = if cnt > 0 { cnt - done } else { 0 };
+                match deliver(h, st, left, callback, user) {
+                    Err(e) => return e,
+                    Ok(n) => done += n,
+                }
+                if cnt > 0 && done >= cnt {
+                    return 0;
+                }
+                if let Some(e) = st.error.take() {
+                    return e;
+                }
+                if st.eof {
+                    st.eof = false;
+                    return 0;
+                }
+                if h.breaking.swap(false, Ordering::SeqCst) {
+                    return PCAP_ERROR_BREAK;
+                }
+                match gather(r, p, h, st, loc) {
+                    Gathered::Batch | Gathered::Nothing => {}
+                    Gathered::Eof => return 0,
+                    Gathered::Break => return PCAP_ERROR_BREAK,
+                    Gathered::Error(e) => return e,
+                }
             }
-            if cnt > 0 && done >= cnt {
-                return 0;
-            }
-            if let Some(e) = st.error.take() {
-                return e;
-            }
-            if st.eof {
-                st.eof = false;
-                return 0;
-            }
-            if h.breaking.swap(false, Ordering::SeqCst) {
-                return PCAP_ERROR_BREAK;
-            }
-            match gather(r, p, &h, &mut st, loc) {
-                Gathered::Batch | Gathered::Nothing => {}
-                Gathered::Eof => return 0,
-                Gathered::Break => return PCAP_ERROR_BREAK,
-                Gathered::Error(e) => return e,
-            }
-        }
-    })
+        },
+    )
 }
 
 /// `pcap_dispatch`, in locality batches when they apply: the rest of the
@@ -674,35 +693,30 @@ pub unsafe extern "C" fn pcap_dispatch(
     callback: PcapHandler,
     user: *mut c_uchar,
 ) -> c_int {
-    guard(PCAP_ERROR, || {
-        let Some(r) = real() else {
-            return PCAP_ERROR;
-        };
-        let Some((h, loc)) = locality_of(r, p) else {
-            // SAFETY: the contract, passed on.
-            return unsafe { (r.dispatch)(p, cnt, callback, user) };
-        };
-        let Ok(mut st) = h.batch.try_lock() else {
-            // SAFETY: the contract, passed on.
-            return unsafe { (r.dispatch)(p, cnt, callback, user) };
-        };
-        if !st.batch.pending() {
-            if let Some(e) = st.error.take() {
-                return e;
+    read_call(
+        p,
+        PCAP_ERROR,
+        // SAFETY: the contract, passed on.
+        |r| unsafe { (r.dispatch)(p, cnt, callback, user) },
+        |r, h, st, loc| {
+            if !st.batch.pending() {
+                if let Some(e) = st.error.take() {
+                    return e;
+                }
+                if st.eof {
+                    st.eof = false;
+                    return 0;
+                }
+                match gather(r, p, h, st, loc) {
+                    Gathered::Batch => {}
+                    Gathered::Nothing | Gathered::Eof => return 0,
+                    Gathered::Break => return PCAP_ERROR_BREAK,
+                    Gathered::Error(e) => return e,
+                }
             }
-            if st.eof {
-                st.eof = false;
-                return 0;
-            }
-            match gather(r, p, &h, &mut st, loc) {
-                Gathered::Batch => {}
-                Gathered::Nothing | Gathered::Eof => return 0,
-                Gathered::Break => return PCAP_ERROR_BREAK,
-                Gathered::Error(e) => return e,
-            }
-        }
-        deliver(&h, &mut st, cnt, callback, user).unwrap_or_else(|e| e)
-    })
+            deliver(h, st, cnt, callback, user).unwrap_or_else(|e| e)
+        },
+    )
 }
 
 /// The next packet of the handle's batch, gathering one if needed:
@@ -711,11 +725,9 @@ fn next_packet(
     r: &Real,
     p: *mut PcapT,
     h: &Handle,
+    st: &mut BatchState,
     loc: Locality,
 ) -> Result<(*const PktHdr, *const c_uchar), c_int> {
-    let Ok(mut st) = h.batch.try_lock() else {
-        return Err(PCAP_ERROR);
-    };
     if !st.batch.pending() {
         if let Some(e) = st.error.take() {
             return Err(e);
@@ -723,7 +735,7 @@ fn next_packet(
         if st.eof {
             return Err(PCAP_ERROR_BREAK);
         }
-        match gather(r, p, h, &mut st, loc) {
+        match gather(r, p, h, st, loc) {
             Gathered::Batch => {}
             Gathered::Nothing => return Err(0),
             Gathered::Eof | Gathered::Break => return Err(PCAP_ERROR_BREAK),
@@ -748,29 +760,28 @@ pub unsafe extern "C" fn pcap_next_ex(
     header: *mut *mut PktHdr,
     data: *mut *const c_uchar,
 ) -> c_int {
-    guard(PCAP_ERROR, || {
-        let Some(r) = real() else {
-            return PCAP_ERROR;
-        };
-        let Some((h, loc)) = locality_of(r, p) else {
-            // SAFETY: the contract, passed on.
-            return unsafe { (r.next_ex)(p, header, data) };
-        };
-        match next_packet(r, p, &h, loc) {
-            Ok((hd, d)) => {
-                if !header.is_null() {
-                    // SAFETY: a writable pointer by the contract.
-                    unsafe { *header = hd.cast_mut() };
+    read_call(
+        p,
+        PCAP_ERROR,
+        // SAFETY: the contract, passed on.
+        |r| unsafe { (r.next_ex)(p, header, data) },
+        |r, h, st, loc| {
+            match next_packet(r, p, h, st, loc) {
+                Ok((hd, d)) => {
+                    if !header.is_null() {
+                        // SAFETY: a writable pointer by the contract.
+                        unsafe { *header = hd.cast_mut() };
+                    }
+                    if !data.is_null() {
+                        // SAFETY: as above.
+                        unsafe { *data = d };
+                    }
+                    1
                 }
-                if !data.is_null() {
-                    // SAFETY: as above.
-                    unsafe { *data = d };
-                }
-                1
+                Err(code) => code,
             }
-            Err(code) => code,
-        }
-    })
+        },
+    )
 }
 
 /// `pcap_next`, from locality batches when they apply.
@@ -779,23 +790,22 @@ pub unsafe extern "C" fn pcap_next_ex(
 /// libpcap's contract.
 #[no_mangle]
 pub unsafe extern "C" fn pcap_next(p: *mut PcapT, header: *mut PktHdr) -> *const c_uchar {
-    guard(std::ptr::null(), || {
-        let Some(r) = real() else {
-            return std::ptr::null();
-        };
-        let Some((h, loc)) = locality_of(r, p) else {
-            // SAFETY: the contract, passed on.
-            return unsafe { (r.next)(p, header) };
-        };
-        match next_packet(r, p, &h, loc) {
-            Ok((hd, d)) => {
-                if !header.is_null() {
-                    // SAFETY: `header` is writable by the contract; `hd` valid.
-                    unsafe { *header = *hd };
+    read_call(
+        p,
+        std::ptr::null(),
+        // SAFETY: the contract, passed on.
+        |r| unsafe { (r.next)(p, header) },
+        |r, h, st, loc| {
+            match next_packet(r, p, h, st, loc) {
+                Ok((hd, d)) => {
+                    if !header.is_null() {
+                        // SAFETY: `header` is writable by the contract; `hd` valid.
+                        unsafe { *header = *hd };
+                    }
+                    d
                 }
-                d
+                Err(_) => std::ptr::null(),
             }
-            Err(_) => std::ptr::null(),
-        }
-    })
+        },
+    )
 }

@@ -16,8 +16,12 @@
 //! calls report.
 #![cfg(target_os = "linux")]
 
+mod common;
+
+use common::{library, skip, Netns};
+
 use std::ffi::{c_char, c_int, CStr, CString};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::ptr;
 
@@ -28,113 +32,14 @@ use streamcap_pcap::channels::{
     PCAP_ERRBUF_SIZE, PCAP_RX_CHANNELS, PCAP_TX_CHANNELS,
 };
 
-/// The device the checks run on (one end of the veth pair).
-const DEV: &str = "scch0";
-/// Its peer.
-const PEER: &str = "scch1";
+/// The device the checks run on (one end of the veth pair of
+/// [`Netns`], 4 receive and 4 send queues).
+const DEV: &str = "sca";
 /// The environment variable that carries the device to the process
 /// running inside the namespace.
 const INSIDE: &str = "STREAMCAP_CHANNELS_TEST_DEV";
 /// The line the checks inside the namespace print when they all passed.
 const PASSED: &str = "channel checks passed inside the namespace";
-
-fn skip(reason: &str) {
-    println!("skipping: {reason}");
-}
-
-// ---------------------------------------------------------------------------
-// Namespace fixture
-// ---------------------------------------------------------------------------
-
-/// A network namespace holding the veth pair `scch0`/`scch1`, each end
-/// with 4 receive and 4 transmit queues; deleted on drop, also when the
-/// test fails.
-struct Netns {
-    name: String,
-}
-
-fn run_cmd(args: &[&str]) -> Result<Output, String> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", args[0]))?;
-    if out.status.success() {
-        Ok(out)
-    } else {
-        Err(format!(
-            "`{}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|uid| uid == "0"))
-        })
-        .unwrap_or(false)
-}
-
-impl Netns {
-    fn create(test: &str) -> Result<Netns, String> {
-        if !is_root() {
-            return Err("not root".into());
-        }
-        run_cmd(&["ip", "-V"]).map_err(|e| format!("`ip` is missing: {e}"))?;
-        let name = format!("streamcap-ch-{}-{test}", std::process::id());
-        run_cmd(&["ip", "netns", "add", &name])
-            .map_err(|e| format!("cannot create a network namespace: {e}"))?;
-        let ns = Netns { name };
-        run_cmd(&[
-            "ip",
-            "-n",
-            &ns.name,
-            "link",
-            "add",
-            DEV,
-            "numrxqueues",
-            "4",
-            "numtxqueues",
-            "4",
-            "type",
-            "veth",
-            "peer",
-            "name",
-            PEER,
-            "numrxqueues",
-            "4",
-            "numtxqueues",
-            "4",
-        ])?;
-        Ok(ns)
-    }
-
-    /// Runs `program` with `args` inside the namespace (`ip netns exec`).
-    fn exec(&self, program: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", &self.name])
-            .arg(program)
-            .args(args);
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        cmd.output()
-            .unwrap_or_else(|e| panic!("cannot run ip netns exec: {e}"))
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        if let Err(e) = run_cmd(&["ip", "netns", "del", &self.name]) {
-            eprintln!("cleanup: {e}");
-        }
-    }
-}
 
 fn show(out: &Output) -> String {
     format!(
@@ -268,22 +173,24 @@ fn same_as_ethtool(dev: &str, got: &Channels) {
 
 #[test]
 fn the_calls_work_on_a_veth_inside_a_namespace() {
-    let ns = match Netns::create("calls") {
-        Ok(ns) => ns,
-        Err(e) => return skip(&e),
+    let Some(ns) = Netns::new("calls", Some(4)) else {
+        return;
     };
     let exe = std::env::current_exe().expect("the test binary's path");
-    let out = ns.exec(
-        &exe,
-        &[
-            "--exact",
-            "checks_in_the_namespace",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ],
-        &[(INSIDE, DEV)],
-    );
+    let out = ns
+        .command(
+            exe.to_str().unwrap_or_default(),
+            &[
+                "--exact",
+                "checks_in_the_namespace",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ],
+        )
+        .env(INSIDE, DEV)
+        .output()
+        .expect("run ip netns exec");
     println!("{}", show(&out));
     assert!(
         out.status.success(),
@@ -607,7 +514,7 @@ fn the_machines_devices_have_an_interrupt_for_channel_0() {
             .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
             .collect();
         assert_eq!(from_c, cpus, "the C call and the Rust call differ");
-        if is_root() {
+        if common::is_root() {
             // SAFETY: a NUL-terminated name and the set just read.
             let rc = unsafe { pcap_channel_setaffinity(name.as_ptr(), 0, &set) };
             if rc == 1 {
@@ -637,41 +544,6 @@ fn msi_irqs(dev: &str) -> Vec<u32> {
 // The C example
 // ---------------------------------------------------------------------------
 
-/// `target/<profile>`: where this test runs from (`deps/` below it).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test's path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>")
-        .to_path_buf()
-}
-
-/// Builds `libstreamcap_pcap.so` into this test's profile directory.
-fn build_library() -> PathBuf {
-    let profile = profile_dir();
-    let target = profile.parent().expect("target directory");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "-p", "streamcap-pcap", "--target-dir"])
-        .arg(target);
-    match profile.file_name().and_then(|n| n.to_str()) {
-        Some("debug") => {}
-        Some("release") => {
-            cmd.arg("--release");
-        }
-        Some(other) => {
-            cmd.args(["--profile", other]);
-        }
-        None => panic!("no profile name in {}", profile.display()),
-    }
-    let out = cmd.output().expect("run cargo");
-    assert!(out.status.success(), "cargo build failed:\n{}", show(&out));
-    let lib = profile.join("libstreamcap_pcap.so");
-    assert!(lib.exists(), "{} is missing after the build", lib.display());
-    profile
-}
-
 #[test]
 fn the_c_example_sets_channels_and_reports_the_affinity_error() {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
@@ -681,11 +553,10 @@ fn the_c_example_sets_channels_and_reports_the_affinity_error() {
     if !Path::new("/usr/include/pcap/pcap.h").exists() {
         return skip("libpcap's headers are not installed (Debian: libpcap-dev)");
     }
-    let ns = match Netns::create("example") {
-        Ok(ns) => ns,
-        Err(e) => return skip(&e),
+    let Some(ns) = Netns::new("example", Some(4)) else {
+        return;
     };
-    let profile = build_library();
+    let profile = library().parent().expect("target/<profile>").to_path_buf();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("temporary directory");
     let exe = dir.path().join("channels");
@@ -706,7 +577,10 @@ fn the_c_example_sets_channels_and_reports_the_affinity_error() {
         show(&out)
     );
 
-    let out = ns.exec(&exe, &[DEV], &[]);
+    let out = ns
+        .command(exe.to_str().unwrap_or_default(), &[DEV])
+        .output()
+        .expect("run ip netns exec");
     println!("{}", show(&out));
     assert!(out.status.success(), "the example failed");
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -17,6 +17,14 @@ pub fn skip(why: &str) {
     eprintln!("skipping: {why}");
 }
 
+/// Whether the tests run as root.
+pub fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
 /// Whether `cmd args` runs.
 pub fn have(cmd: &str, args: &[&str]) -> bool {
     Command::new(cmd)
@@ -113,11 +121,7 @@ impl Netns {
     /// Creates it, or says why it cannot (the test then skips). With
     /// `queues`, the veth has that many receive and send queues.
     pub fn new(test: &str, queues: Option<u32>) -> Option<Netns> {
-        let root = Command::new("id")
-            .arg("-u")
-            .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-        if !root {
+        if !is_root() {
             skip("live tests need root (a network namespace and a veth pair)");
             return None;
         }
@@ -129,12 +133,18 @@ impl Netns {
             name: format!("scp-{}-{test}", std::process::id()),
         };
         let q = queues.map(|q| q.to_string()).unwrap_or_default();
-        let mut add = vec![
-            "-n", &ns.name, "link", "add", "sca", "type", "veth", "peer", "name", "scb",
-        ];
-        if queues.is_some() {
-            add.extend(["numrxqueues", &q, "numtxqueues", &q]);
-        }
+        // Queue counts go after each end's name, so both ends get them.
+        let end = |name: &'static str| {
+            let mut v = vec![name];
+            if queues.is_some() {
+                v.extend(["numrxqueues", q.as_str(), "numtxqueues", q.as_str()]);
+            }
+            v
+        };
+        let mut add = vec!["-n", &ns.name, "link", "add"];
+        add.extend(end("sca"));
+        add.extend(["type", "veth", "peer", "name"]);
+        add.extend(end("scb"));
         let run = |args: &[&str]| {
             let o = Command::new("ip").args(args).output().expect("run ip");
             assert!(
