@@ -160,15 +160,21 @@ impl ChannelRequest {
         }
     }
 
-    /// Sets the count of `kind`.
-    pub fn set(&mut self, kind: ChannelKind, count: u32) {
+    /// The request with the count of `kind` replaced by `count`.
+    pub fn with(mut self, kind: ChannelKind, count: Option<u32>) -> ChannelRequest {
         let field = match kind {
             ChannelKind::Rx => &mut self.rx,
             ChannelKind::Tx => &mut self.tx,
             ChannelKind::Other => &mut self.other,
             ChannelKind::Combined => &mut self.combined,
         };
-        *field = Some(count);
+        *field = count;
+        self
+    }
+
+    /// Sets the count of `kind`.
+    pub fn set(&mut self, kind: ChannelKind, count: u32) {
+        *self = self.with(kind, Some(count));
     }
 }
 
@@ -1080,8 +1086,22 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
 /// everything was applied).
 pub fn apply(dev: &str, request: &ChannelRequest, irq: &[(u32, CpuSet)]) -> Vec<ChannelError> {
     let mut failures = Vec::new();
+    let mut request = *request;
+    // A count above its maximum is reported alone; the others still apply.
+    if let Ok(current) = get_channels(dev) {
+        for kind in ChannelKind::ALL {
+            let one = ChannelRequest::default().with(kind, request.get(kind));
+            if let Err(e @ ChannelError::AboveMaximum { .. }) =
+                requested_channels(dev, &current, &one)
+            {
+                report(&format!("{e}: the channel counts {one} are not set"));
+                failures.push(e);
+                request = request.with(kind, None);
+            }
+        }
+    }
     if !request.is_empty() {
-        if let Err(e) = set_channels(dev, *request) {
+        if let Err(e) = set_channels(dev, request) {
             report(&format!("{e}: the channel counts {request} are not set"));
             failures.push(e);
         }

@@ -257,3 +257,64 @@ fn locality_live_keeps_every_frame() {
     eprintln!("{}", run.stop().1);
     same_frames_each_flow_in_order(&frames(&pcap), &frames(&out));
 }
+
+/// The channel settings of the environment and the file are applied when
+/// tcpdump activates its handle: `rx_channels@scb = 2` changes the veth's
+/// receive channels (read back with the library's own call); what a veth
+/// cannot do (combined channels, IRQ affinity: it has no interrupts) is
+/// said on stderr, and tcpdump captures all the same.
+#[test]
+fn channel_settings_apply_at_activation_and_failures_are_reported() {
+    let Some(ns) = Netns::new("channels", Some(4)) else {
+        return;
+    };
+    if !tcpdump_here() {
+        return;
+    }
+    let dir = tempdir("channels-conf");
+    let conf = dir.join("pcap.conf");
+    std::fs::write(&conf, "rx_channels@scb = 2\n").expect("write conf");
+    let pcap = campus(&dir, 500, 13);
+    let out = dir.join("out.pcap");
+    let run = tcpdump(
+        &ns,
+        "scb",
+        &out,
+        &[
+            ("PCAP_CONFIG", conf.to_str().unwrap_or_default()),
+            ("PCAP_CHANNEL_scb", "2"),
+            ("PCAP_IRQ_scb_0", "0"),
+        ],
+    );
+    let banner = run.stderr();
+    ns.replay(&pcap, PPS);
+    std::thread::sleep(std::time::Duration::from_millis(1_000));
+    run.stop();
+    assert!(
+        banner.contains("libstreamcap_pcap:") && banner.contains("combined"),
+        "no word on the combined channels: {banner}"
+    );
+    assert!(
+        banner.contains("no interrupts"),
+        "no word on the IRQs: {banner}"
+    );
+    assert_eq!(
+        frames(&out).len(),
+        500,
+        "tcpdump did not capture everything"
+    );
+    let o = ns
+        .command("ethtool", &["-l", "scb"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string());
+    if let Ok(text) = o {
+        if let Some(current) = text.split("Current hardware settings:").nth(1) {
+            assert!(
+                current
+                    .lines()
+                    .any(|l| l.starts_with("RX:") && l.ends_with('2')),
+                "rx channels not set: {text}\n{banner}"
+            );
+        }
+    }
+}

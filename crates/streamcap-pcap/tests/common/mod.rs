@@ -35,22 +35,47 @@ pub fn have(cmd: &str, args: &[&str]) -> bool {
         .is_ok()
 }
 
-/// The library under test, built beside this test binary
-/// (`target/<profile>/libstreamcap_pcap.so`).
+/// The library under test, `target/<profile>/libstreamcap_pcap.so`, built
+/// (once per test process) by `cargo build -p streamcap-pcap` with this
+/// test's profile: `cargo test` builds only the rlib the tests link, not
+/// the cdylib programs preload.
 pub fn library() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // target/<profile>/deps/<test>-<hash>
-    let profile = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>");
-    let so = profile.join("libstreamcap_pcap.so");
-    assert!(
-        so.exists(),
-        "{} is missing: cargo builds the cdylib with the tests",
-        so.display()
-    );
-    so
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test binary path");
+            // target/<profile>/deps/<test>-<hash>
+            let profile = exe
+                .parent()
+                .and_then(Path::parent)
+                .expect("target/<profile>");
+            let target = profile.parent().expect("target directory");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+                .args(["build", "-p", "streamcap-pcap", "--target-dir"])
+                .arg(target);
+            match profile.file_name().and_then(|n| n.to_str()) {
+                Some("debug") => {}
+                Some("release") => {
+                    cmd.arg("--release");
+                }
+                Some(other) => {
+                    cmd.args(["--profile", other]);
+                }
+                None => panic!("no profile name in {}", profile.display()),
+            }
+            let o = cmd.output().expect("run cargo build");
+            assert!(
+                o.status.success(),
+                "cargo build -p streamcap-pcap: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let so = profile.join("libstreamcap_pcap.so");
+            assert!(so.exists(), "{} is missing after the build", so.display());
+            so
+        })
+        .clone()
 }
 
 /// A fresh directory for one test's files.
