@@ -9,7 +9,6 @@
 //! only mode that keeps flow affinity. The other modes share packets
 //! without regard to flows.
 
-use std::io;
 use std::os::fd::BorrowedFd;
 use streamcap::source::{FanoutJoin, KernelFanout};
 
@@ -82,7 +81,7 @@ pub fn join(fd: BorrowedFd<'_>, group: u16, spec: FanoutSpec) -> Result<(), Stri
             Some(libc::EINVAL) => "the group exists with another mode or flags, or the socket is not bound to an interface".to_string(),
             Some(libc::EALREADY) => "the socket is in a fan-out group already".to_string(),
             Some(libc::EPERM) => "not permitted".to_string(),
-            _ => io::Error::from(e).to_string(),
+            _ => e.to_string(),
         };
         format!(
             "joining fan-out group {group} (mode {}{}): {why}",

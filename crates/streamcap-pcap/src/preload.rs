@@ -79,6 +79,10 @@ fn real() -> Option<&'static Real> {
     .as_ref()
 }
 
+#[expect(
+    clippy::missing_transmute_annotations,
+    reason = "each transmute's target is its field's type in `Real`, which spells out the C prototype"
+)]
 fn find_real() -> Option<Real> {
     // The next definition after this library's: the program's libpcap.
     let mut handle = libc::RTLD_NEXT;

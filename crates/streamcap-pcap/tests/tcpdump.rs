@@ -177,13 +177,17 @@ fn caplen_cuts_every_frame() {
     );
 }
 
+/// Frames by connection ([`connection`]; `None`: the port-less frames),
+/// each connection's in order.
+type ByFlow = BTreeMap<Option<(u8, String, String)>, Vec<Vec<u8>>>;
+
 /// Whether `got` is `want` reordered so that each connection's frames (and
 /// the port-less frames) keep their order.
 fn same_frames_each_flow_in_order(want: &[Vec<u8>], got: &[Vec<u8>]) {
     assert_eq!(got.len(), want.len(), "frame count");
     assert!(multiset(got) == multiset(want), "not the same frames");
     let by_flow = |fs: &[Vec<u8>]| {
-        let mut m: BTreeMap<Option<(u8, String, String)>, Vec<Vec<u8>>> = BTreeMap::new();
+        let mut m = ByFlow::new();
         for f in fs {
             m.entry(connection(f)).or_default().push(f.clone());
         }
