@@ -13,6 +13,7 @@
 //! | `--snaplen` | nothing beyond the ring | at most `MAX_SNAPLEN` (checked in `live.rs`) |
 //! | `--cutoff*`, `--cutoff-class` | nothing: a cutoff limits what is delivered, not what is held | none needed |
 //! | `--workers` | a thread, an engine and output batches each | at most `MAX_WORKERS` (checked in `run.rs`) |
+//! | `--locality-batch` | per worker, a batch of that many packets, copied | at most `MAX_LOCALITY_BATCH` packets (checked in `run.rs`), and bytes: [`locality_bytes`] |
 //!
 //! Read buffers (a record longer than the 1 MiB window widens it up to the
 //! library's 16 MiB record limit), output batches and the flow table's
@@ -23,6 +24,17 @@ use crate::size::binary;
 /// The memory budget when `--memory` is not given (the library's default).
 pub fn default_memory() -> u64 {
     streamcap::Config::default().memory_size as u64
+}
+
+/// The most bytes one worker's locality batch holds (`--locality-batch`):
+/// the library's default, 64 MiB, or less so that the batches of all
+/// `workers` together hold at most a quarter of `physical` bytes of memory
+/// (but at least 1 MiB each); a batch that reaches it is processed whatever
+/// its packet count.
+pub fn locality_bytes(workers: u64, physical: Option<u64>) -> usize {
+    let default = streamcap::dispatch::locality::DEFAULT_LOCALITY_BYTES as u64;
+    let share = physical.map_or(default, |p| p / 4 / workers.max(1));
+    usize::try_from(share.clamp(1 << 20, default)).unwrap_or(usize::MAX)
 }
 
 /// The sizes a run asks for, given or default.
@@ -200,5 +212,19 @@ mod tests {
             None
         )
         .is_ok());
+    }
+
+    #[test]
+    fn locality_batches_hold_at_most_a_quarter_of_memory() {
+        const MIB: u64 = 1 << 20;
+        let default = 64 * MIB as usize;
+        assert_eq!(locality_bytes(1, Some(24 * GIB)), default);
+        assert_eq!(
+            locality_bytes(256, Some(24 * GIB)),
+            (24 * GIB / 4 / 256) as usize
+        );
+        assert_eq!(locality_bytes(2, Some(256 * MIB)), 32 * MIB as usize);
+        assert_eq!(locality_bytes(64, Some(64 * MIB)), MIB as usize);
+        assert_eq!(locality_bytes(0, None), default);
     }
 }

@@ -367,6 +367,22 @@ struct Common {
     /// replay (--rate, --speed)]
     #[arg(long, value_name = "N")]
     analysis_threads: Option<usize>,
+    /// Locality buffering: each worker gathers N packets of its input and
+    /// processes them grouped by the lower of each packet's two ports, so
+    /// that the packets of one service and of each connection come back to
+    /// back (same records; docs/engine.md, Locality buffering). 0 turns it
+    /// off; at most 1000000.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        allow_hyphen_values = true
+    )]
+    locality_batch: usize,
+    /// Live, with --locality-batch: process a partial batch once its first
+    /// packet has waited MS milliseconds, 1 to 60000. [default: 100]
+    #[arg(long, value_name = "MS", allow_hyphen_values = true)]
+    locality_timeout: Option<u64>,
     /// How packets are split between workers (and processes): hash (files
     /// and live, the kernel's hash fan-out) or locality (files only). Both
     /// keep a connection's two directions on one worker; the kernel's other
@@ -682,6 +698,14 @@ mod tests {
             "[default: 1]".to_string(),
             "[default: hash]".to_string(),
             "[default: chunks]".to_string(),
+            format!(
+                "waited MS milliseconds, 1 to 60000. [default: {}]",
+                streamcap::dispatch::locality::DEFAULT_LOCALITY_TIMEOUT.as_millis()
+            ),
+            format!(
+                "at most {}",
+                streamcap::dispatch::locality::MAX_LOCALITY_BATCH
+            ),
             "[default: stdout]".to_string(),
             format!("[default: {}]", size::binary(kafka::options::DEFAULT_QUEUE)),
             format!("[default: {}s]", kafka::options::DEFAULT_FLUSH_TIMEOUT_S),

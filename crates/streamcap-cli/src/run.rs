@@ -24,6 +24,7 @@ use streamcap::decode::DecodeError;
 use streamcap::deliver::{Delivery, EndReason};
 use streamcap::dispatch::analysis::{AnalysisStats, Decoupled};
 use streamcap::dispatch::fanout::Fanout;
+use streamcap::dispatch::locality::{DEFAULT_LOCALITY_TIMEOUT, MAX_LOCALITY_BATCH};
 use streamcap::dispatch::workers::Parallel;
 use streamcap::dispatch::workers::ParallelReport;
 use streamcap::filter::{CutoffClass, Filter, FilterError, PriorityClass};
@@ -166,6 +167,17 @@ pub(crate) fn capture(c: &Common, bytes: bool) -> Result<Capture, String> {
     }
     if let Some(n) = c.count {
         builder = builder.max_packets(n);
+    }
+    if c.locality_batch > 0 {
+        let workers = u64::from(c.workers);
+        let bytes = limits::locality_bytes(workers, streamcap::source::physical_memory());
+        builder = builder
+            .locality_batch(c.locality_batch)
+            .locality_bytes(bytes)
+            .locality_timeout(
+                c.locality_timeout
+                    .map_or(DEFAULT_LOCALITY_TIMEOUT, Duration::from_millis),
+            );
     }
     if let Some(pace) = c.rate.or(c.speed) {
         builder = builder.pace(pace).map_err(|e| e.to_string())?;
@@ -563,6 +575,9 @@ pub(crate) fn run<A: RunApp>(
             ));
         }
     }
+    if let Some(e) = locality_misuse(&c) {
+        return usage(e);
+    }
     if c.chunk == Some(0) {
         return usage("--chunk 0: the chunk size must be at least 1 byte");
     }
@@ -616,6 +631,7 @@ pub(crate) fn run<A: RunApp>(
         (c.group.is_some(), "--group"),
         (c.snaplen.is_some(), "--snaplen"),
         (c.no_promisc, "--no-promiscuous-mode"),
+        (c.locality_timeout.is_some(), "--locality-timeout"),
     ] {
         if given {
             return usage(format!(
@@ -815,6 +831,32 @@ pub(crate) fn run<A: RunApp>(
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+/// The longest `--locality-timeout`, milliseconds.
+pub const MAX_LOCALITY_TIMEOUT_MS: u64 = 60_000;
+
+/// Why `--locality-batch` or `--locality-timeout` cannot be used as given,
+/// if they cannot (the timeout on a file is refused with the other live
+/// options).
+fn locality_misuse(c: &Common) -> Option<String> {
+    if c.locality_batch > MAX_LOCALITY_BATCH {
+        return Some(format!(
+            "--locality-batch {}: expected 0 (off) to {MAX_LOCALITY_BATCH} packets",
+            c.locality_batch
+        ));
+    }
+    match c.locality_timeout {
+        Some(ms) if ms == 0 || ms > MAX_LOCALITY_TIMEOUT_MS => Some(format!(
+            "--locality-timeout {ms}: expected 1 to {MAX_LOCALITY_TIMEOUT_MS} milliseconds"
+        )),
+        Some(_) if c.locality_batch == 0 => Some(
+            "--locality-timeout needs --locality-batch N above 0: it bounds how long a partial \
+             batch waits"
+                .to_string(),
+        ),
+        _ => None,
+    }
 }
 
 /// Why the pacing options (`--rate`, `--speed`, and `--ring-size` on a

@@ -321,6 +321,69 @@ fn records_reach_the_output_while_capturing() {
     assert!(summary.contains("eof 0,"), "{summary}");
 }
 
+/// `--locality-batch` live: the file's records; a partial batch on a
+/// quiet link is processed after `--locality-timeout` (records reach the
+/// output long before Ctrl-C although the batch never fills); Ctrl-C and
+/// `-c` process what a batch holds.
+#[test]
+fn live_locality_batches_give_the_file_records_and_do_not_hold_packets() {
+    let Some(ns) = Netns::new("locality") else {
+        return;
+    };
+    let pcap = temp_capture("locality", Some(campus_cfg()));
+    let want = file_records(&pcap, &[]);
+    let cap = ns.capture(&["flows", "--digest", "--locality-batch", "8000"]);
+    ns.replay(&pcap);
+    let (out, summary) = cap.interrupt();
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    assert_eq!(kernel_counts(&summary).1, 0, "no kernel drops: {summary}");
+    let got = by_connection(&out.stdout);
+    assert_eq!(got.len(), want.len(), "connections");
+    for (k, w) in &want {
+        let g = got.get(k).unwrap_or_else(|| panic!("{k} not captured"));
+        assert_eq!(g["orig"], w["orig"], "{k} orig");
+        assert_eq!(g["resp"], w["resp"], "{k} resp");
+    }
+
+    // The sample is far less than a batch: only the timeout releases it.
+    let pcap = temp_capture("locality-quiet", None);
+    let want = file_records(&pcap, &[]).len();
+    let out = pcap.with_file_name("live.json");
+    let cap = ns.capture(&[
+        "flows",
+        "--timeout",
+        "0.5",
+        "--locality-batch",
+        "1000000",
+        "--locality-timeout",
+        "100",
+        "-o",
+        out.to_str().unwrap_or_default(),
+    ]);
+    ns.replay(&pcap);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut lines = 0;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        lines = std::fs::read(&out).map_or(0, |b| json_lines(&b).len());
+        if lines == want {
+            break;
+        }
+    }
+    let (o, summary) = cap.interrupt();
+    assert_eq!(o.status.code(), Some(0), "{summary}");
+    assert_eq!(lines, want, "records written before Ctrl-C");
+    assert!(summary.contains("eof 0,"), "{summary}");
+
+    // -c stops at its count; the batch's packets are processed.
+    let cap = ns.capture(&["flows", "-c", "100", "--locality-batch", "8000"]);
+    ns.replay(&pcap);
+    let (out, summary) = cap.wait();
+    assert_eq!(out.status.code(), Some(0), "{summary}");
+    assert!(summary.contains("packets      100 read"), "{summary}");
+    assert!(!json_lines(&out.stdout).is_empty(), "{summary}");
+}
+
 /// Two namespaces joined by a veth pair: `sca` in the first (the sender),
 /// `scb` in the second, whose only other interface is its loopback; both
 /// deleted on drop.

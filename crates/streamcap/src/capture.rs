@@ -99,7 +99,8 @@ pub struct Progress {
 /// progress reports. `()` is the no-op implementation.
 pub trait RunHooks {
     /// Sees each packet, in order, before the engine does. Packets are read
-    /// in batches (up to 32 from a file), so the engine may not yet have
+    /// in batches (up to 32 from a file; with locality buffering the engine
+    /// also holds a batch of its own), so the engine may not yet have
     /// processed the packets before this one; a `Stop` takes effect at once
     /// (neither this packet nor any later one is processed). In a paced run
     /// ([`CaptureBuilder::pace`]) it sees only the packets the ring let
@@ -332,7 +333,7 @@ impl Capture {
                         // reading in `admit`. A hand-off to another stage
                         // would go in place of this call.
                         // (The handler's returns were taken back above.)
-                        worker.process_one(&p);
+                        worker.process_taken(&p);
                         processed += 1;
                     }
                     Verdict::Skip => {}
@@ -660,6 +661,29 @@ impl CaptureBuilder {
     /// Most flows tracked at once.
     pub fn max_flows(mut self, n: usize) -> Self {
         self.cap.cfg.max_flows = n.max(1);
+        self
+    }
+    /// Locality buffering ([`crate::dispatch::locality`]): each worker
+    /// gathers `packets` packets of its input and processes them grouped by
+    /// the lower of their two ports; 0 (the default) processes packets as
+    /// they come. At most [`crate::dispatch::locality::MAX_LOCALITY_BATCH`]
+    /// (a larger value is lowered to it).
+    pub fn locality_batch(mut self, packets: usize) -> Self {
+        self.cap.cfg.locality.batch = packets.min(crate::dispatch::locality::MAX_LOCALITY_BATCH);
+        self
+    }
+    /// Most bytes a worker's locality batch holds, its packets and their
+    /// bookkeeping (default
+    /// [`crate::dispatch::locality::DEFAULT_LOCALITY_BYTES`]); a batch that
+    /// reaches it is processed whatever its packet count.
+    pub fn locality_bytes(mut self, bytes: usize) -> Self {
+        self.cap.cfg.locality.max_bytes = bytes;
+        self
+    }
+    /// Live capture: how long the first packet of a partial locality batch
+    /// waits before the batch is processed anyway (default 100 ms).
+    pub fn locality_timeout(mut self, wait: std::time::Duration) -> Self {
+        self.cap.cfg.locality.timeout = wait;
         self
     }
     /// Stop after this many packets handed to the engine: packets that

@@ -138,6 +138,10 @@ pub struct Config {
     /// [`crate::decode::DecodeError::EncapLimit`] and only its outer flows
     /// see it. 0 opens no tunnel.
     pub max_tunnel_depth: usize,
+    /// Locality buffering: each worker gathers batches of its input and
+    /// processes each grouped by the lower of its packets' two ports
+    /// ([`crate::dispatch::locality`]); off by default (a batch of 0).
+    pub locality: crate::dispatch::locality::LocalityConfig,
 }
 
 const SEC: u64 = 1_000_000_000;
@@ -178,6 +182,7 @@ impl Default for Config {
             geneve_ports: vec![6081],
             gtp_ports: vec![2152],
             max_tunnel_depth: 4,
+            locality: Default::default(),
         }
     }
 }

@@ -98,8 +98,21 @@ impl<H: Handler> Worker<H> {
     /// look-ups change nothing, and a flow that a frame of the group creates,
     /// evicts or ends before a later frame of the same group is processed is
     /// found again by that frame's own lookup.
+    ///
+    /// With locality buffering ([`crate::Config::locality`]) the frames are
+    /// gathered instead and processed with their batch, grouped by port.
     pub fn process_batch(&mut self, pkts: &[RawPacket<'_>]) {
         self.collect_returns();
+        if self.locality.is_some() {
+            self.gather(pkts);
+            return;
+        }
+        self.process_group(pkts);
+    }
+
+    /// [`Worker::process_batch`] without taking back the handler's returns
+    /// and without locality buffering: the frames are processed now.
+    pub(crate) fn process_group(&mut self, pkts: &[RawPacket<'_>]) {
         if let [one] = pkts {
             // Nothing to overlap.
             self.process_one(one);
@@ -152,14 +165,14 @@ impl<H: Handler> Worker<H> {
             for (p, prep) in group.iter().zip(&prepared) {
                 match prep {
                     Prepared::Ready(r) => {
-                        self.advance_clock(p.ts);
+                        self.step_clock(p.ts);
                         self.count_frame(p);
                         self.stats.ip_packets += 1;
                         self.handle_transport(p, r.proto, &r.transport, &r.flow, r.ip_len);
                     }
-                    Prepared::NotMine => self.advance_clock(p.ts),
+                    Prepared::NotMine => self.step_clock(p.ts),
                     Prepared::Fragment(net, f) => {
-                        self.advance_clock(p.ts);
+                        self.step_clock(p.ts);
                         self.process_fragment(p, net, *f);
                     }
                     Prepared::Slow => self.process_one(p),

@@ -28,7 +28,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long a worker waits for a block before it checks the stop flag and
-/// advances its clock (flush and inactivity timeouts on an idle link).
+/// advances its clock (flush and inactivity timeouts on an idle link); less
+/// while a partial locality batch waits for its timeout.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
 
 /// The wall clock as a packet timestamp.
@@ -183,7 +184,12 @@ fn capture_loop<H: Handler, K: RunHooks>(
     let mut live_error = None;
     while !stop.load(Ordering::Relaxed) {
         let mut halt = false;
-        let res = socket.next_block(POLL_INTERVAL, &mut |pkt| {
+        // A partial locality batch is processed once its timeout passes:
+        // the wait for a block ends by then.
+        let wait = worker.locality_wait().map_or(POLL_INTERVAL, |w| {
+            w.clamp(Duration::from_millis(1), POLL_INTERVAL)
+        });
+        let res = socket.next_block(wait, &mut |pkt| {
             if halt {
                 return;
             }

@@ -6,6 +6,8 @@
 //! - [`fanout`]: which worker owns a packet when several workers read the
 //!   same file (in-process fan-out: flow hash or port locality).
 //! - [`live`]: live capture with one kernel fan-out socket per worker.
+//! - [`locality`]: locality buffering in the worker: each batch of its
+//!   input processed grouped by the lower of each packet's two ports.
 //! - [`analysis`]: the decoupled analysis stage: the application's
 //!   callbacks on threads of their own, fed by the worker.
 //! - [`workers`]: the settings of a multi-worker run ([`workers::Parallel`]),
@@ -20,6 +22,7 @@ mod batch;
 pub mod fanout;
 #[cfg(target_os = "linux")]
 pub mod live;
+pub mod locality;
 pub mod worker;
 pub mod workers;
 

@@ -19,6 +19,7 @@ use crate::deliver::{
     Budget, BufferPool, EndReason, Handler, Overload, PacketRecord, StreamParams,
 };
 use crate::dispatch::fanout::Shard;
+use crate::dispatch::locality::LocalityStage;
 use crate::flow::closed::ClosedConns;
 use crate::flow::conn::{pair, Conn, Kind};
 use crate::flow::direction::{params_for, DirState, F_CREATED, F_DISCARD};
@@ -93,6 +94,10 @@ pub struct Worker<H: Handler> {
     /// The slot of the connection of the packet being processed (set by
     /// `begin_packet`), where subzero copy looks after the packet.
     pub(crate) last_slot: u32,
+    /// Locality buffering ([`crate::dispatch::locality`]); `None`: off.
+    pub(crate) locality: Option<Box<LocalityStage>>,
+    /// A locality batch is being processed: no timer fires until it ends.
+    pub(crate) timers_held: bool,
 }
 
 impl<H: Handler> Worker<H> {
@@ -102,6 +107,8 @@ impl<H: Handler> Worker<H> {
             || cfg.cutoff_for(Direction::Resp) > 0
             || cfg.cutoff_classes.iter().any(|c| c.cutoff() > 0);
         Worker {
+            locality: LocalityStage::new(&cfg.locality),
+            timers_held: false,
             copies_payload,
             decap: Decapsulator::from_config(&cfg),
             budget: Budget::new(cfg.memory_size),
@@ -152,8 +159,24 @@ impl<H: Handler> Worker<H> {
     /// Advances the worker's clock to `now` without a packet (live capture on
     /// an idle link), so that inactivity and flush timeouts still fire. A
     /// time earlier than the clock is ignored.
-    #[inline(always)]
+    ///
+    /// With locality buffering ([`crate::Config::locality`]) it first
+    /// processes the gathered packets if the first of them has waited the
+    /// batch timeout, and leaves the clock where it is while packets still
+    /// wait (they are processed first, when their batch fills or times out).
+    #[inline]
     pub fn advance_clock(&mut self, now: Timestamp) {
+        if self.locality.is_some() {
+            self.advance_idle(now);
+        } else {
+            self.step_clock(now);
+        }
+    }
+
+    /// Advances the clock to a packet's time `now` (or leaves it, if
+    /// earlier) and fires the timers that fall due.
+    #[inline(always)]
+    pub(crate) fn step_clock(&mut self, now: Timestamp) {
         if now > self.now {
             self.now = now;
         }
@@ -225,11 +248,22 @@ impl<H: Handler> Worker<H> {
         self.now
     }
 
-    /// Processes one captured frame.
+    /// Processes one captured frame (with locality buffering, gathers it:
+    /// it is processed with its batch).
     #[inline]
     pub fn process(&mut self, pkt: &RawPacket<'_>) {
         self.collect_returns();
-        self.process_one(pkt);
+        self.process_taken(pkt);
+    }
+
+    /// [`Worker::process`] without taking back the handler's returns.
+    #[inline]
+    pub(crate) fn process_taken(&mut self, pkt: &RawPacket<'_>) {
+        if self.locality.is_some() {
+            self.gather(std::slice::from_ref(pkt));
+        } else {
+            self.process_one(pkt);
+        }
     }
 
     /// Takes back what the handler returns before the next packet, when it
@@ -242,10 +276,11 @@ impl<H: Handler> Worker<H> {
         }
     }
 
-    /// [`Worker::process`] without taking back the handler's returns.
+    /// [`Worker::process`] without taking back the handler's returns and
+    /// without locality buffering: the frame is processed now.
     #[inline]
     pub(crate) fn process_one(&mut self, pkt: &RawPacket<'_>) {
-        self.advance_clock(pkt.ts);
+        self.step_clock(pkt.ts);
         let net = match decode_ip(pkt.link, pkt.data) {
             Ok(n) => n,
             Err(e) => {

@@ -15,6 +15,10 @@ const ACTIVE: u8 = 2;
 
 impl<H: Handler> Worker<H> {
     pub(crate) fn expire(&mut self) {
+        if self.timers_held {
+            // A locality batch is being processed: its timers fire after it.
+            return;
+        }
         let now = self.now;
         while let Some(&Reverse((deadline, slot, id, side))) = self.flush.peek() {
             if deadline > now.0 {

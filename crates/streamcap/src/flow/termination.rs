@@ -110,9 +110,12 @@ impl<H: Handler> Worker<H> {
         self.stats.flows_ended[end_index(reason)] += 1;
     }
 
-    /// Ends the input: every open connection terminates (`eof`, or how it
+    /// Ends the input: the packets gathered for locality buffering are
+    /// processed, every open connection terminates (`eof`, or how it
     /// closed if it was lingering), and the final statistics are returned.
     pub fn finish(&mut self) -> GlobalStats {
+        // Packets gathered for locality come first.
+        self.flush_locality();
         // No packet comes after this: nothing needs to find a flow by key.
         // (Freed first, so that the memory peak stays where it was.)
         self.table.release_index();

@@ -16,7 +16,7 @@
 //! `libstreamcap_pcap.so` uses it inside libpcap's read calls, and the
 //! engine's workers with `--locality-batch`.
 
-use crate::decode::decode_ip;
+use crate::decode::{decode_ip, NetPacket};
 use crate::source::LinkType;
 
 /// The key of packets without ports: their list comes last.
@@ -27,9 +27,16 @@ const NIL: u32 = u32::MAX;
 /// The locality key of a frame of link type `link`: the lower of its TCP or
 /// UDP ports, or [`NO_PORTS`].
 pub fn locality_key(link: LinkType, frame: &[u8]) -> u32 {
-    let Ok(p) = decode_ip(link, frame) else {
-        return NO_PORTS;
-    };
+    match decode_ip(link, frame) {
+        Ok(p) => locality_key_of(&p),
+        Err(_) => NO_PORTS,
+    }
+}
+
+/// [`locality_key`] of a packet already decoded: the lower of its TCP or
+/// UDP ports, or [`NO_PORTS`] (other protocols, later IP fragments, a
+/// transport header too short for its ports).
+pub fn locality_key_of(p: &NetPacket<'_>) -> u32 {
     let later_fragment = p.fragment.as_ref().is_some_and(|f| f.offset > 0);
     if !matches!(p.proto, 6 | 17) || later_fragment {
         return NO_PORTS;
@@ -174,6 +181,17 @@ impl<H: Copy> LocalityBatch<H> {
         self.sealed = true;
     }
 
+    /// Every packet of a sealed batch in the order of delivery, from the
+    /// first, by shared reference (several at once), without marking any
+    /// handed out; nothing if the batch is not sealed.
+    pub fn in_order(&self) -> impl Iterator<Item = (&H, &[u8])> + '_ {
+        let order = if self.sealed { &self.order[..] } else { &[] };
+        order.iter().map(|&i| {
+            let s = &self.slots[i as usize];
+            (&s.hdr, &self.data[s.at..s.at + s.len])
+        })
+    }
+
     /// The next packet to hand out, if the batch is sealed and has one. Its
     /// header and bytes stay in place until the batch is cleared.
     pub fn next_packet(&mut self) -> Option<(&H, &[u8])> {
@@ -208,7 +226,10 @@ mod tests {
         for (key, n) in input {
             b.push(n, &[n as u8], key);
         }
+        assert_eq!(b.in_order().count(), 0, "not sealed");
         b.seal();
+        let all: Vec<u32> = b.in_order().map(|(&h, _)| h).collect();
+        assert_eq!(all, [5, 1, 3, 7, 2, 6, 4]);
         let mut out = Vec::new();
         while let Some((&h, d)) = b.next_packet() {
             assert_eq!(d, &[h as u8]);
