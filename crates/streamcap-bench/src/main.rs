@@ -29,9 +29,11 @@
 //!                      [--slow-limit SECS] [--one-cpu CPU|none] [--unpinned none|streamcap|all]
 //!                      [--wait-idle CPUS] [--commit ID] NAME=FILE...
 //! streamcap-bench apps --replot JSON
+//! streamcap-bench pcap-plot --json FILE --png PREFIX
 //! ```
 //!
-//! `bench/run.sh` drives it; see `bench/README.md`.
+//! `bench/run.sh` drives it; `bench/pcap-locality.sh` draws its charts
+//! with `pcap-plot`; see `bench/README.md`.
 
 mod apps;
 mod attacks;
@@ -46,6 +48,7 @@ mod nids;
 mod nids_rules;
 mod overload;
 mod overload_live;
+mod pcap_plot;
 mod plot;
 mod replay_window;
 mod report;
@@ -185,7 +188,11 @@ usage:
       whose runs would exceed --slow-limit (300 s) runs fewer times;
       --wait-idle as for nids; a Markdown report, every run in --json
   streamcap-bench apps --replot JSON
-      prints the report of an `apps --json` file again";
+      prints the report of an `apps --json` file again
+  streamcap-bench pcap-plot --json FILE --png PREFIX
+      draws bench/pcap-locality.sh's result file (bench/results/pcap-locality.json):
+      ndpiReader's misses per packet (PREFIX-misses.png) and run time
+      (PREFIX-time.png) against the locality batch size";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -201,6 +208,7 @@ fn main() -> ExitCode {
         Some("nids-rules") => nids_rules::cmd_nids_rules(&args[1..]),
         Some("nids") => nids::cmd_nids(&args[1..]),
         Some("apps") => apps::cmd_apps(&args[1..]),
+        Some("pcap-plot") => pcap_plot::cmd_pcap_plot(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

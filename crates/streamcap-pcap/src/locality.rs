@@ -7,7 +7,8 @@
 //! The library copies each packet into the batch, because the system
 //! libpcap returns each ring block to the kernel as soon as the callback
 //! of its last packet returns; holding blocks would mean owning the ring.
-//! `bench/README.md` ("Locality buffering") measures what the copy costs.
+//! `bench/README.md` ("Locality buffering and fan-out for libpcap
+//! programs", `bench/pcap-locality.sh`) measures what the copy costs.
 
 use streamcap::source::locality::{locality_key, LocalityBatch, NO_PORTS};
 use streamcap::LinkType;
