@@ -169,11 +169,12 @@ struct Handle {
     /// Locality buffering, when it applies (set at activation or, for a
     /// file, at the first read).
     locality: OnceLock<Option<Locality>>,
-    /// `pcap_breakloop` was called while the library was handing out a
-    /// batch.
+    /// `pcap_breakloop` was called on a batched handle: the library's own
+    /// loops end at the next packet or gathering.
     breaking: AtomicBool,
-    /// The library is inside the program's callback.
-    delivering: AtomicBool,
+    /// The library is inside libpcap's own read for this handle, which only
+    /// libpcap's flag (and its wake-up) can end.
+    in_libpcap: AtomicBool,
     batch: Mutex<BatchState>,
 }
 
@@ -195,7 +196,7 @@ impl Handle {
             app_snaplen: AtomicBool::new(false),
             locality: OnceLock::new(),
             breaking: AtomicBool::new(false),
-            delivering: AtomicBool::new(false),
+            in_libpcap: AtomicBool::new(false),
             batch: Mutex::new(BatchState::default()),
         }
     }
@@ -427,11 +428,11 @@ pub unsafe extern "C" fn pcap_breakloop(p: *mut PcapT) {
             .try_lock()
             .ok()
             .and_then(|all| all.get(&(p as usize)).cloned());
-        if let Some(h) = h {
+        if let Some(h) = h.filter(|h| matches!(h.locality.get(), Some(Some(_)))) {
             h.breaking.store(true, Ordering::SeqCst);
-            if h.delivering.load(Ordering::SeqCst) {
-                // The library's own loop sees it after the callback; libpcap's
-                // flag would break the next read instead.
+            if !h.in_libpcap.load(Ordering::SeqCst) {
+                // The library's own loops see the flag; libpcap's would
+                // break a later read a second time.
                 return;
             }
         }
@@ -526,6 +527,14 @@ fn gather(r: &Real, p: *mut PcapT, h: &Handle, st: &mut BatchState, loc: Localit
             }
         }
         let want = c_int::try_from(loc.batch - st.batch.len()).unwrap_or(c_int::MAX);
+        // From here `pcap_breakloop` goes to libpcap; a call just before
+        // is seen here.
+        h.in_libpcap.store(true, Ordering::SeqCst);
+        if h.breaking.swap(false, Ordering::SeqCst) {
+            h.in_libpcap.store(false, Ordering::SeqCst);
+            st.batch.seal();
+            return Gathered::Break;
+        }
         let mut c = Collect {
             batch: &mut st.batch,
             dlt,
@@ -534,6 +543,7 @@ fn gather(r: &Real, p: *mut PcapT, h: &Handle, st: &mut BatchState, loc: Localit
         // through the call.
         let n =
             unsafe { (r.dispatch)(p, want, Some(collect), (&mut c as *mut Collect<'_>).cast()) };
+        h.in_libpcap.store(false, Ordering::SeqCst);
         if first.is_none() && !st.batch.is_empty() {
             first = Some(Instant::now());
         }
@@ -595,11 +605,9 @@ fn deliver(
         let Some((hdr, data)) = st.batch.next_packet() else {
             break;
         };
-        h.delivering.store(true, Ordering::SeqCst);
         // SAFETY: the program's handler with its own `user`, a header and
         // `caplen` bytes that stay put through the call.
         unsafe { cb(user, hdr, data.as_ptr()) };
-        h.delivering.store(false, Ordering::SeqCst);
         n += 1;
         if h.breaking.swap(false, Ordering::SeqCst) {
             return Err(PCAP_ERROR_BREAK);

@@ -67,7 +67,9 @@ fn build(name: &str, dir: &Path) -> Option<PathBuf> {
 }
 
 /// Two threads of one process in a `hash` group share a replay: together
-/// they get every frame, each some of them.
+/// they get every frame, each some of them; also with locality batches,
+/// where the main thread's `pcap_breakloop` must reach threads waiting
+/// inside the library.
 #[test]
 fn two_threads_share_a_replay_through_pcap_fanout() {
     let dir = tempdir("example-fanout");
@@ -85,33 +87,38 @@ fn two_threads_share_a_replay_through_pcap_fanout() {
     };
     let pcap = dir.join("in.pcap");
     std::fs::write(&pcap, Campus::new(cfg).to_bytes().0).expect("write capture");
-    let child = ns
-        .command(
+    for env in [&[][..], &[("PCAP_LOCALITY", "100")][..]] {
+        let mut cmd = ns.command(
             exe.to_str().unwrap_or_default(),
             &["scb", "2", "5", "hash", "4"],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the example");
-    std::thread::sleep(Duration::from_secs(1));
-    ns.replay(&pcap, 5_000);
-    let o = child.wait_with_output().expect("the example");
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{out}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let counts: Vec<u64> = out
-        .lines()
-        .filter_map(|l| l.strip_prefix("thread "))
-        .filter_map(|l| l.split(": ").nth(1))
-        .filter_map(|l| l.split(' ').next()?.parse().ok())
-        .collect();
-    assert_eq!(counts.len(), 2, "{out}");
-    assert!(counts.iter().all(|&c| c > 0), "{out}");
-    assert!(out.contains("total: 3000"), "{out}");
+        );
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run the example");
+        std::thread::sleep(Duration::from_secs(1));
+        ns.replay(&pcap, 5_000);
+        let o = child.wait_with_output().expect("the example");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{env:?}: {out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let counts: Vec<u64> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("thread "))
+            .filter_map(|l| l.split(": ").nth(1))
+            .filter_map(|l| l.split(' ').next()?.parse().ok())
+            .collect();
+        assert_eq!(counts.len(), 2, "{env:?}: {out}");
+        assert!(counts.iter().all(|&c| c > 0), "{env:?}: {out}");
+        assert!(out.contains("total: 3000"), "{env:?}: {out}");
+    }
 }
 
 /// A mode the kernel does not have is refused with the names it has.
