@@ -24,6 +24,8 @@
 //! `include/streamcap_pcap.h` declares the added calls;
 //! `streamcap-pcap.pc` (written beside the library) builds against it.
 
+#![warn(missing_docs)]
+
 pub mod channels;
 pub mod config;
 pub mod fanout;
