@@ -7,10 +7,6 @@ use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn sorted_lines(bytes: &[u8]) -> Vec<String> {
     let mut v: Vec<String> = String::from_utf8_lossy(bytes)
         .lines()

@@ -6,10 +6,6 @@ use common::*;
 use std::io::Read;
 use std::process::{Command, Stdio};
 
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 #[test]
 fn corpus_never_panics() {
     let Some(corpus) = corpus() else { return };

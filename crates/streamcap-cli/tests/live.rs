@@ -286,6 +286,20 @@ fn live_errors_are_clear() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// The records in `out` once it holds `want` of them, or after 10 s.
+fn wait_for_records(out: &Path, want: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut lines = 0;
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        lines = std::fs::read(out).map_or(0, |b| json_lines(&b).len());
+        if lines == want {
+            break;
+        }
+    }
+    lines
+}
+
 #[test]
 fn records_reach_the_output_while_capturing() {
     let Some(ns) = Netns::new("timely") else {
@@ -305,15 +319,7 @@ fn records_reach_the_output_while_capturing() {
         out.to_str().unwrap_or_default(),
     ]);
     ns.replay(&pcap);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut lines = 0;
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-        lines = std::fs::read(&out).map_or(0, |b| json_lines(&b).len());
-        if lines == want {
-            break;
-        }
-    }
+    let lines = wait_for_records(&out, want);
     let (o, summary) = cap.interrupt();
     assert_eq!(o.status.code(), Some(0), "{summary}");
     assert_eq!(lines, want, "records written before Ctrl-C");
@@ -361,15 +367,7 @@ fn live_locality_batches_give_the_file_records_and_do_not_hold_packets() {
         out.to_str().unwrap_or_default(),
     ]);
     ns.replay(&pcap);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut lines = 0;
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-        lines = std::fs::read(&out).map_or(0, |b| json_lines(&b).len());
-        if lines == want {
-            break;
-        }
-    }
+    let lines = wait_for_records(&out, want);
     let (o, summary) = cap.interrupt();
     assert_eq!(o.status.code(), Some(0), "{summary}");
     assert_eq!(lines, want, "records written before Ctrl-C");

@@ -5,31 +5,7 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
-use streamcap_gen::campus::{Campus, CampusConfig};
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A generated campus trace with fragments, VLANs, IPv6 and impairments.
-fn campus(dir: &Path) -> PathBuf {
-    let cfg = CampusConfig {
-        seed: 5,
-        packets: 20_000,
-        concurrency: 300,
-        reorder: 0.03,
-        duplicate: 0.03,
-        loss: 0.01,
-        conflict: 0.01,
-        fragment: 0.03,
-        ..CampusConfig::default()
-    };
-    let (pcap, _, _) = Campus::new(cfg).to_bytes();
-    let p = dir.join("campus.pcap");
-    std::fs::write(&p, pcap).expect("write capture");
-    p
-}
+use std::path::Path;
 
 fn sample() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -53,7 +29,7 @@ const BATCHES: [&str; 3] = ["1", "100", "8000"];
 #[test]
 fn flow_records_do_not_depend_on_the_locality_batch() {
     let dir = tempdir("locality-flows");
-    let c = campus(&dir);
+    let c = impaired_campus(&dir, 5);
     let traces = [sample(), c.display().to_string()];
     for trace in &traces {
         for extra in [&[][..], &["--digest"]] {
@@ -80,7 +56,7 @@ fn flow_records_do_not_depend_on_the_locality_batch() {
 #[test]
 fn stream_files_do_not_depend_on_the_locality_batch() {
     let dir = tempdir("locality-streams");
-    let c = campus(&dir);
+    let c = impaired_campus(&dir, 5);
     let read_dir = |d: &Path| {
         let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
             .expect("output directory")

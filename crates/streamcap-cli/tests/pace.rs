@@ -18,10 +18,6 @@ fn sample() -> String {
         .into_owned()
 }
 
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// Runs a command that must succeed; its records (without a Zeek log's
 /// `#open` and `#close` lines, which hold the time of the run) and its
 /// stderr.

@@ -4,31 +4,7 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
-use streamcap_gen::campus::{Campus, CampusConfig};
-
-fn stderr(o: &std::process::Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A generated campus trace with fragments, VLANs, IPv6 and impairments.
-fn campus(dir: &Path) -> PathBuf {
-    let cfg = CampusConfig {
-        seed: 3,
-        packets: 20_000,
-        concurrency: 300,
-        reorder: 0.03,
-        duplicate: 0.03,
-        loss: 0.01,
-        conflict: 0.01,
-        fragment: 0.03,
-        ..CampusConfig::default()
-    };
-    let (pcap, _, _) = Campus::new(cfg).to_bytes();
-    let p = dir.join("campus.pcap");
-    std::fs::write(&p, pcap).expect("write capture");
-    p
-}
+use std::path::Path;
 
 fn sorted_lines(b: &[u8]) -> Vec<String> {
     let mut v: Vec<String> = String::from_utf8_lossy(b)
@@ -42,7 +18,7 @@ fn sorted_lines(b: &[u8]) -> Vec<String> {
 #[test]
 fn records_do_not_depend_on_the_worker_count() {
     let dir = tempdir("workers-records");
-    let f = campus(&dir);
+    let f = impaired_campus(&dir, 3);
     let fs = f.to_str().unwrap_or_default();
     for extra in [
         &["--digest"][..],
@@ -70,7 +46,7 @@ fn records_do_not_depend_on_the_worker_count() {
 #[test]
 fn zeek_log_has_one_header_and_one_trailer() {
     let dir = tempdir("workers-zeek");
-    let f = campus(&dir);
+    let f = impaired_campus(&dir, 3);
     let o = run(&[
         "flows",
         "-q",
@@ -102,7 +78,7 @@ fn zeek_log_has_one_header_and_one_trailer() {
 #[test]
 fn stream_files_do_not_depend_on_the_worker_count() {
     let dir = tempdir("workers-streams");
-    let f = campus(&dir);
+    let f = impaired_campus(&dir, 3);
     let read_dir = |d: &Path| {
         let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
             .expect("output directory")
@@ -147,7 +123,7 @@ fn stream_files_do_not_depend_on_the_worker_count() {
 #[test]
 fn summary_shows_each_worker() {
     let dir = tempdir("workers-summary");
-    let f = campus(&dir);
+    let f = impaired_campus(&dir, 3);
     let o = run(&[
         "flows",
         "-r",

@@ -69,6 +69,33 @@ pub fn complete(r: &serde_json::Value) -> bool {
             .all(|d| r[d]["missing"] == 0 && r[d]["discarded"] == 0 && r[d]["dropped"] == 0)
 }
 
+/// What a run printed on stderr.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A generated campus trace of 20,000 packets with fragments, VLANs, IPv6
+/// and impairments (reordering, duplicates, loss, conflicting
+/// retransmissions), written as `dir/campus.pcap`.
+pub fn impaired_campus(dir: &std::path::Path, seed: u64) -> PathBuf {
+    use streamcap_gen::campus::{Campus, CampusConfig};
+    let cfg = CampusConfig {
+        seed,
+        packets: 20_000,
+        concurrency: 300,
+        reorder: 0.03,
+        duplicate: 0.03,
+        loss: 0.01,
+        conflict: 0.01,
+        fragment: 0.03,
+        ..CampusConfig::default()
+    };
+    let (pcap, _, _) = Campus::new(cfg).to_bytes();
+    let p = dir.join("campus.pcap");
+    std::fs::write(&p, pcap).expect("write capture");
+    p
+}
+
 /// Temporary directory under the target dir.
 pub fn tempdir(name: &str) -> PathBuf {
     let base =
