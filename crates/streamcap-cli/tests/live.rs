@@ -286,6 +286,26 @@ fn live_errors_are_clear() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// Captures a replay of `pcap` with `flows --timeout 0.5 ARGS -o FILE`:
+/// every connection times out 0.5 s after its last packet on the wall
+/// clock (the link is idle then), so all the file's records reach the
+/// output within about a second, long before Ctrl-C, and Ctrl-C finds
+/// nothing left open.
+fn records_before_ctrl_c(ns: &Netns, pcap: &Path, args: &[&str]) {
+    let want = file_records(pcap, &[]).len();
+    let out = pcap.with_file_name("live.json");
+    let mut a = vec!["flows", "--timeout", "0.5"];
+    a.extend_from_slice(args);
+    a.extend(["-o", out.to_str().unwrap_or_default()]);
+    let cap = ns.capture(&a);
+    ns.replay(pcap);
+    let lines = wait_for_records(&out, want);
+    let (o, summary) = cap.interrupt();
+    assert_eq!(o.status.code(), Some(0), "{summary}");
+    assert_eq!(lines, want, "records written before Ctrl-C");
+    assert!(summary.contains("eof 0,"), "{summary}");
+}
+
 /// The records in `out` once it holds `want` of them, or after 10 s.
 fn wait_for_records(out: &Path, want: usize) -> usize {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -306,25 +326,7 @@ fn records_reach_the_output_while_capturing() {
         return;
     };
     let pcap = temp_capture("timely", None);
-    let want = file_records(&pcap, &[]).len();
-    let out = pcap.with_file_name("live.json");
-    // Every connection times out 0.5 s after its last packet on the wall
-    // clock (the link is idle then), and the records are pushed to the
-    // output within about a second, long before Ctrl-C.
-    let cap = ns.capture(&[
-        "flows",
-        "--timeout",
-        "0.5",
-        "-o",
-        out.to_str().unwrap_or_default(),
-    ]);
-    ns.replay(&pcap);
-    let lines = wait_for_records(&out, want);
-    let (o, summary) = cap.interrupt();
-    assert_eq!(o.status.code(), Some(0), "{summary}");
-    assert_eq!(lines, want, "records written before Ctrl-C");
-    // Nothing was left open for Ctrl-C to flush.
-    assert!(summary.contains("eof 0,"), "{summary}");
+    records_before_ctrl_c(&ns, &pcap, &[]);
 }
 
 /// `--locality-batch` live: the file's records; a partial batch on a
@@ -353,25 +355,11 @@ fn live_locality_batches_give_the_file_records_and_do_not_hold_packets() {
 
     // The sample is far less than a batch: only the timeout releases it.
     let pcap = temp_capture("locality-quiet", None);
-    let want = file_records(&pcap, &[]).len();
-    let out = pcap.with_file_name("live.json");
-    let cap = ns.capture(&[
-        "flows",
-        "--timeout",
-        "0.5",
-        "--locality-batch",
-        "1000000",
-        "--locality-timeout",
-        "100",
-        "-o",
-        out.to_str().unwrap_or_default(),
-    ]);
-    ns.replay(&pcap);
-    let lines = wait_for_records(&out, want);
-    let (o, summary) = cap.interrupt();
-    assert_eq!(o.status.code(), Some(0), "{summary}");
-    assert_eq!(lines, want, "records written before Ctrl-C");
-    assert!(summary.contains("eof 0,"), "{summary}");
+    records_before_ctrl_c(
+        &ns,
+        &pcap,
+        &["--locality-batch", "1000000", "--locality-timeout", "100"],
+    );
 
     // -c stops at its count; the batch's packets are processed.
     let cap = ns.capture(&["flows", "-c", "100", "--locality-batch", "8000"]);

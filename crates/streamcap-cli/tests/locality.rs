@@ -57,19 +57,6 @@ fn flow_records_do_not_depend_on_the_locality_batch() {
 fn stream_files_do_not_depend_on_the_locality_batch() {
     let dir = tempdir("locality-streams");
     let c = impaired_campus(&dir, 5);
-    let read_dir = |d: &Path| {
-        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
-            .expect("output directory")
-            .flatten()
-            .filter(|e| e.file_name() != "streams.jsonl")
-            .map(|e| {
-                let body = std::fs::read(e.path()).expect("stream file");
-                (e.file_name().to_string_lossy().into_owned(), body)
-            })
-            .collect();
-        files.sort();
-        files
-    };
     for (t, trace) in [sample(), c.display().to_string()].iter().enumerate() {
         for workers in ["1", "2"] {
             let mut results = Vec::new();
@@ -91,7 +78,7 @@ fn stream_files_do_not_depend_on_the_locality_batch() {
                 let jsonl = std::fs::read(out.join("streams.jsonl")).expect("streams.jsonl");
                 results.push((
                     n,
-                    read_dir(&out),
+                    stream_files(&out),
                     sorted_lines(&jsonl),
                     sorted_lines(&o.stdout),
                 ));

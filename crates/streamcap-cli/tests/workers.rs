@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use std::path::Path;
 
 fn sorted_lines(b: &[u8]) -> Vec<String> {
     let mut v: Vec<String> = String::from_utf8_lossy(b)
@@ -79,19 +78,6 @@ fn zeek_log_has_one_header_and_one_trailer() {
 fn stream_files_do_not_depend_on_the_worker_count() {
     let dir = tempdir("workers-streams");
     let f = impaired_campus(&dir, 3);
-    let read_dir = |d: &Path| {
-        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(d)
-            .expect("output directory")
-            .flatten()
-            .filter(|e| e.file_name() != "streams.jsonl")
-            .map(|e| {
-                let body = std::fs::read(e.path()).expect("stream file");
-                (e.file_name().to_string_lossy().into_owned(), body)
-            })
-            .collect();
-        files.sort();
-        files
-    };
     let mut results = Vec::new();
     for n in ["1", "2"] {
         let out = dir.join(format!("out{n}"));
@@ -108,7 +94,7 @@ fn stream_files_do_not_depend_on_the_worker_count() {
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let jsonl = std::fs::read(out.join("streams.jsonl")).expect("streams.jsonl");
         results.push((
-            read_dir(&out),
+            stream_files(&out),
             sorted_lines(&jsonl),
             sorted_lines(&o.stdout),
         ));

@@ -96,6 +96,22 @@ pub fn impaired_campus(dir: &std::path::Path, seed: u64) -> PathBuf {
     p
 }
 
+/// The stream files `streams -w DIR` wrote (all but `streams.jsonl`),
+/// by name, with their bytes.
+pub fn stream_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .expect("output directory")
+        .flatten()
+        .filter(|e| e.file_name() != "streams.jsonl")
+        .map(|e| {
+            let body = std::fs::read(e.path()).expect("stream file");
+            (e.file_name().to_string_lossy().into_owned(), body)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
 /// Temporary directory under the target dir.
 pub fn tempdir(name: &str) -> PathBuf {
     let base =
