@@ -22,7 +22,11 @@
 //
 // Everything else passes: packets of flows not listed, SYN, FIN and RST,
 // IP fragments, IPv6 with extension headers, other protocols, and frames
-// too short to parse.
+// too short to parse. A packet that passes goes to the AF_XDP socket that
+// user space put in `xsks` for its receive queue (the AF_XDP source,
+// src/source/af_xdp), or, with none there, on to the kernel's stack, where
+// AF_PACKET sockets see it: one program per interface, drop first, then
+// redirect.
 //
 // The key and value layouts must match `DropKey` in src/subzero/mod.rs and
 // the offsets in src/subzero/xdp.rs.
@@ -108,6 +112,14 @@ struct {
     __type(value, struct drop_totals);
 } totals SEC(".maps");
 
+/// The AF_XDP sockets, by receive queue.
+struct {
+    __uint(type, BPF_MAP_TYPE_XSKMAP);
+    __uint(max_entries, 1024);
+    __type(key, __u32);
+    __type(value, __u32);
+} xsks SEC(".maps");
+
 #define ETH_P_8021Q_ 0x8100
 #define ETH_P_8021AD_ 0x88A8
 #define IP_MF_ 0x2000
@@ -138,14 +150,15 @@ static __always_inline int same_key(const struct drop_key *a, const struct drop_
     return diff == 0;
 }
 
-SEC("xdp.frags")
-int flow_drop(struct xdp_md *ctx)
+/// Whether the packet belongs to a listed flow direction, counted and to
+/// be dropped.
+static __always_inline int listed(struct xdp_md *ctx)
 {
     void *data = (void *)(long)ctx->data;
     void *end = (void *)(long)ctx->data_end;
     struct ethhdr *eth = data;
     if ((void *)(eth + 1) > end)
-        return XDP_PASS;
+        return 0;
 
     struct drop_key key = {};
     void *cursor = eth + 1;
@@ -153,10 +166,10 @@ int flow_drop(struct xdp_md *ctx)
     __u32 outer = 0, inner = 0;
     if (proto == ETH_P_8021Q_ || proto == ETH_P_8021AD_) {
         if (parse_vlan(&cursor, end, &proto, &outer))
-            return XDP_PASS;
+            return 0;
         if (proto == ETH_P_8021Q_ || proto == ETH_P_8021AD_) {
             if (parse_vlan(&cursor, end, &proto, &inner))
-                return XDP_PASS;
+                return 0;
         }
     }
     key.vlan = (outer << 16) | inner;
@@ -166,9 +179,9 @@ int flow_drop(struct xdp_md *ctx)
     if (proto == ETH_P_IP) {
         struct iphdr *ip = cursor;
         if ((void *)(ip + 1) > end)
-            return XDP_PASS;
+            return 0;
         if (ip->ihl < 5 || (bpf_ntohs(ip->frag_off) & (IP_MF_ | IP_OFFSET_)))
-            return XDP_PASS;
+            return 0;
         ip_len = bpf_ntohs(ip->tot_len);
         l4_off = ip->ihl * 4;
         l4 = ip->protocol;
@@ -177,7 +190,7 @@ int flow_drop(struct xdp_md *ctx)
     } else if (proto == ETH_P_IPV6) {
         struct ipv6hdr *ip6 = cursor;
         if ((void *)(ip6 + 1) > end)
-            return XDP_PASS;
+            return 0;
         ip_len = bpf_ntohs(ip6->payload_len) + sizeof(*ip6);
         l4_off = sizeof(*ip6);
         l4 = ip6->nexthdr;
@@ -185,12 +198,12 @@ int flow_drop(struct xdp_md *ctx)
         __builtin_memcpy(key.dst, &ip6->daddr, 16);
         key.v6 = 1;
     } else {
-        return XDP_PASS;
+        return 0;
     }
     if (l4 != IPPROTO_TCP && l4 != IPPROTO_UDP)
-        return XDP_PASS;
+        return 0;
     if (l4_off > 60 || ip_len < l4_off)
-        return XDP_PASS;
+        return 0;
     void *l4h = cursor + l4_off;
     key.proto = l4;
 
@@ -199,13 +212,13 @@ int flow_drop(struct xdp_md *ctx)
     if (l4 == IPPROTO_TCP) {
         struct tcphdr *tcp = l4h;
         if ((void *)(tcp + 1) > end)
-            return XDP_PASS;
+            return 0;
         // SYN, FIN and RST always reach user space: they open and end streams.
         if (tcp->syn || tcp->fin || tcp->rst)
-            return XDP_PASS;
+            return 0;
         __u32 doff = tcp->doff * 4;
         if (doff < sizeof(*tcp) || ip_len < l4_off + doff)
-            return XDP_PASS;
+            return 0;
         payload = ip_len - l4_off - doff;
         key.sport = bpf_ntohs(tcp->source);
         key.dport = bpf_ntohs(tcp->dest);
@@ -214,10 +227,10 @@ int flow_drop(struct xdp_md *ctx)
     } else {
         struct udphdr *udp = l4h;
         if ((void *)(udp + 1) > end)
-            return XDP_PASS;
+            return 0;
         __u32 ulen = bpf_ntohs(udp->len);
         if (ulen < sizeof(*udp) || ip_len < l4_off + ulen)
-            return XDP_PASS;
+            return 0;
         payload = ulen - sizeof(*udp);
         key.sport = bpf_ntohs(udp->source);
         key.dport = bpf_ntohs(udp->dest);
@@ -225,7 +238,7 @@ int flow_drop(struct xdp_md *ctx)
 
     struct drop_entry *c = bpf_map_lookup_elem(&flows, &key);
     if (!c)
-        return XDP_PASS;
+        return 0;
     __u64 now = bpf_ktime_get_ns();
     int drop = 0;
     bpf_spin_lock(&c->lock);
@@ -258,14 +271,24 @@ int flow_drop(struct xdp_md *ctx)
     }
     bpf_spin_unlock(&c->lock);
     if (!drop)
-        return XDP_PASS;
+        return 0;
     __u32 zero = 0;
     struct drop_totals *t = bpf_map_lookup_elem(&totals, &zero);
     if (t) {
         t->pkts += 1;
         t->bytes += ip_len;
     }
-    return XDP_DROP;
+    return 1;
+}
+
+SEC("xdp.frags")
+int flow_drop(struct xdp_md *ctx)
+{
+    if (listed(ctx))
+        return XDP_DROP;
+    // The lower bits of the flags are the action when the queue has no
+    // socket in the map.
+    return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 }
 
 /// Takes an entry back: run by user space with BPF_PROG_TEST_RUN on a

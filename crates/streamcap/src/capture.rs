@@ -480,6 +480,7 @@ impl Capture {
                                 stopped: run.stopped,
                                 pin_error,
                                 kernel: None,
+                                xsk: None,
                                 live_error: None,
                             }
                         })
@@ -534,6 +535,7 @@ impl Capture {
                         stopped: run.stopped,
                         pin_error,
                         kernel: None,
+                        xsk: None,
                         live_error: None,
                     }
                 });

@@ -20,7 +20,7 @@ use crate::deliver::Handler;
 use crate::dispatch::Worker;
 use crate::source::{
     physical_memory, AfPacket, FanoutJoin, KernelFanout, KernelStats, LiveConfig, LiveError,
-    LiveErrorKind,
+    LiveErrorKind, LiveSocket,
 };
 use crate::stats::DefragMerge;
 use crate::time::Timestamp;
@@ -93,13 +93,14 @@ impl Capture {
     /// hook stops, or a socket fails. At the end every open stream is
     /// terminated (`eof`) and delivered, and each worker's kernel counters
     /// are in its report. `make(i)` builds worker `i`'s handler and hooks.
-    pub fn run_live_on<H, K, F>(
+    pub fn run_live_on<S, H, K, F>(
         &self,
-        sockets: Vec<AfPacket>,
+        sockets: Vec<S>,
         par: &Parallel,
         make: F,
     ) -> ParallelReport<H, K>
     where
+        S: LiveSocket,
         H: Handler + Send,
         K: RunHooks + Send,
         F: Fn(usize) -> (H, K) + Sync,
@@ -171,9 +172,9 @@ pub fn open_live(live: &LiveConfig, workers: usize) -> Result<Vec<AfPacket>, Liv
 }
 
 /// One worker's capture loop; returns its report.
-fn capture_loop<H: Handler, K: RunHooks>(
+fn capture_loop<S: LiveSocket, H: Handler, K: RunHooks>(
     mut worker: Worker<H>,
-    mut socket: AfPacket,
+    mut socket: S,
     mut hooks: K,
     stop: &AtomicBool,
     budget: &PacketBudget<'_>,
@@ -227,6 +228,7 @@ fn capture_loop<H: Handler, K: RunHooks>(
         stopped = true;
     }
     let kernel = socket.stats().ok();
+    let xsk = socket.xsk_stats();
     let stats = worker.finish();
     WorkerReport {
         handler: worker.into_handler(),
@@ -237,6 +239,7 @@ fn capture_loop<H: Handler, K: RunHooks>(
         stopped,
         pin_error,
         kernel,
+        xsk,
         live_error,
     }
 }

@@ -80,6 +80,8 @@ pub struct WorkerReport<H, K> {
     pub pin_error: Option<String>,
     /// Live capture: the kernel's counters of the worker's socket.
     pub kernel: Option<KernelStats>,
+    /// Live capture through AF_XDP: the socket's and its pool's counters.
+    pub xsk: Option<crate::source::af_xdp::XskStats>,
     /// Live capture: the socket error that stopped the worker, if any.
     pub live_error: Option<LiveError>,
 }

@@ -918,7 +918,7 @@ fn drop_loopback_outgoing(lo: u32, program: &[Insn]) -> Vec<Insn> {
 
 /// Milliseconds to give poll(2) for `wait` (rounded up so a sub-millisecond
 /// remainder still waits), -1 for "no limit", `None` when the time is up.
-fn poll_timeout_ms(wait: Option<Duration>) -> Option<c_int> {
+pub(crate) fn poll_timeout_ms(wait: Option<Duration>) -> Option<c_int> {
     match wait {
         None => Some(-1),
         Some(w) if w.is_zero() => None,
@@ -1449,7 +1449,12 @@ fn set_option<T>(fd: &impl AsRawFd, level: c_int, name: c_int, value: &T) -> io:
 }
 
 /// `getsockopt(fd, level, name, value, sizeof *value)`.
-fn get_option<T>(fd: &OwnedFd, level: c_int, name: c_int, value: &mut T) -> io::Result<()> {
+pub(crate) fn get_option<T>(
+    fd: &impl AsRawFd,
+    level: c_int,
+    name: c_int,
+    value: &mut T,
+) -> io::Result<()> {
     let mut len = std::mem::size_of::<T>() as libc::socklen_t;
     // SAFETY: `value` is a live, writable `T` (#[repr(C)] or integer, every
     // bit pattern valid) of `len` bytes; the kernel writes at most `len`.
@@ -1496,7 +1501,7 @@ fn attach_filter(fd: &OwnedFd, program: &[Insn]) -> io::Result<()> {
 }
 
 /// What [`poll_readable`] saw.
-enum PollOutcome {
+pub(crate) enum PollOutcome {
     /// POLLIN: a block may be ready.
     Ready,
     /// Nothing happened within the timeout.
@@ -1508,7 +1513,7 @@ enum PollOutcome {
 }
 
 /// Waits up to `timeout_ms` (-1: forever) for the socket to be readable.
-fn poll_readable(fd: &impl AsRawFd, timeout_ms: c_int) -> io::Result<PollOutcome> {
+pub(crate) fn poll_readable(fd: &impl AsRawFd, timeout_ms: c_int) -> io::Result<PollOutcome> {
     let mut pfd = libc::pollfd {
         fd: fd.as_raw_fd() as RawFd,
         events: libc::POLLIN | libc::POLLERR,

@@ -1,6 +1,7 @@
 //! Where packets come from: capture files (pcap, pcapng), read with `read(2)`
 //! through a sliding window and handed out without copying, and on Linux live interfaces
-//! ([`AfPacket`], a memory-mapped `AF_PACKET` ring). [`Injector`] and
+//! ([`AfPacket`], a memory-mapped `AF_PACKET` ring; with the `xdp` feature
+//! also [`af_xdp`], an AF_XDP socket whose memory is a pool of chunks). [`Injector`] and
 //! [`replay`] send frames back onto an interface. [`pace`] replays a file at
 //! a chosen rate, with the drops of a modelled kernel ring.
 //!
@@ -8,6 +9,8 @@
 //! its timestamp, its link type and its record number in the file. Sources never
 //! interpret the bytes beyond the link type; [`crate::decode`] does that.
 
+#[cfg(target_os = "linux")]
+pub mod af_xdp;
 #[cfg(target_os = "linux")]
 pub(crate) mod afpacket;
 mod error;
@@ -32,6 +35,43 @@ pub use file::FileSource;
 pub use inject::{replay, replay_with, Injector, ReplayError, ReplayOptions, ReplayReport};
 
 use crate::time::Timestamp;
+
+/// A live capture socket a worker reads: an [`AfPacket`] ring or an
+/// AF_XDP socket with its pool ([`af_xdp`]).
+#[cfg(target_os = "linux")]
+pub trait LiveSocket: Send {
+    /// Waits up to `timeout` for received packets and calls `f` on each of
+    /// the next batch of them, in place. Returns how many there were (0
+    /// when the timeout passed).
+    fn next_block(
+        &mut self,
+        timeout: std::time::Duration,
+        f: &mut dyn FnMut(&RawPacket<'_>),
+    ) -> Result<usize, LiveError>;
+
+    /// The kernel's counters, cumulative since the socket opened.
+    fn stats(&mut self) -> Result<KernelStats, LiveError>;
+
+    /// An AF_XDP socket's counters, with its pool's; `None` for others.
+    fn xsk_stats(&mut self) -> Option<af_xdp::XskStats> {
+        None
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl LiveSocket for AfPacket {
+    fn next_block(
+        &mut self,
+        timeout: std::time::Duration,
+        f: &mut dyn FnMut(&RawPacket<'_>),
+    ) -> Result<usize, LiveError> {
+        AfPacket::next_block(self, timeout, f)
+    }
+
+    fn stats(&mut self) -> Result<KernelStats, LiveError> {
+        AfPacket::stats(self)
+    }
+}
 
 /// A link-layer header type, as numbered by tcpdump.org's LINKTYPE_ registry.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]

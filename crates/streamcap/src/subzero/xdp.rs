@@ -21,7 +21,7 @@ use super::{DropCounts, DropKey, FlowDropMap, InsertError};
 use crate::time::Timestamp;
 use libbpf_rs::{ErrorKind, MapCore, MapFlags, MapHandle, ObjectBuilder};
 use std::fmt;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// The compiled program (an ELF object for the `bpf` target).
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/flow_drop.bpf.o"));
@@ -113,6 +113,8 @@ impl std::error::Error for XdpError {}
 pub struct XdpFlowDrop {
     flows: MapHandle,
     totals: MapHandle,
+    /// The AF_XDP sockets by receive queue (`xsks`).
+    xsks: MapHandle,
     /// The link: closing its last descriptor detaches the program. (Only
     /// the tests' unattached loads have none.)
     _link: Option<OwnedFd>,
@@ -172,7 +174,7 @@ impl XdpFlowDrop {
                     MapHandle::try_from(&m).map_err(|e| fail(format!("the {name} map: {e}")))
                 })
         };
-        let (flows, totals) = (map("flows")?, map("totals")?);
+        let (flows, totals, xsks) = (map("flows")?, map("totals")?, map("xsks")?);
         let tag = group.map_or(0, |g| u64::from(g) + 1);
         let cpus =
             libbpf_rs::num_possible_cpus().map_err(|e| fail(format!("counting the CPUs: {e}")))?;
@@ -201,6 +203,7 @@ impl XdpFlowDrop {
                     return Ok(XdpFlowDrop {
                         flows,
                         totals,
+                        xsks,
                         _link: Some(link),
                         object,
                         mode: m,
@@ -254,6 +257,24 @@ impl XdpFlowDrop {
         self.joined
     }
 
+    /// Has the program send the packets of receive queue `queue` that it
+    /// does not drop to AF_XDP socket `socket` (instead of the kernel's
+    /// stack). The entry goes when the socket closes.
+    pub fn redirect_queue(&self, queue: u32, socket: BorrowedFd<'_>) -> Result<(), XdpError> {
+        let fd = u32::try_from(socket.as_raw_fd()).map_err(|_| XdpError {
+            interface: String::new(),
+            message: "not a descriptor".into(),
+        })?;
+        self.xsks
+            .update(&queue.to_ne_bytes(), &fd.to_ne_bytes(), MapFlags::ANY)
+            .map_err(|e| XdpError {
+                interface: String::new(),
+                message: format!(
+                    "putting the AF_XDP socket of queue {queue} in the program's map: {e}"
+                ),
+            })
+    }
+
     /// What the program dropped so far, over all CPUs.
     pub fn totals(&self) -> XdpTotals {
         let mut t = XdpTotals::default();
@@ -287,6 +308,7 @@ impl XdpFlowDrop {
         Ok(XdpFlowDrop {
             flows: map("flows")?,
             totals: map("totals")?,
+            xsks: map("xsks")?,
             _link: None,
             object,
             mode: XdpMode::Native,
@@ -356,6 +378,7 @@ enum Sizing<'a> {
     Reuse {
         flows: &'a MapHandle,
         totals: &'a MapHandle,
+        xsks: &'a MapHandle,
     },
 }
 
@@ -373,6 +396,7 @@ fn load(interface: &str, sizing: Sizing<'_>) -> Result<libbpf_rs::Object, XdpErr
             (Sizing::Entries(n), Some("flows")) => m.set_max_entries((*n).max(1)),
             (Sizing::Reuse { flows, .. }, Some("flows")) => m.reuse_fd(flows.as_fd()),
             (Sizing::Reuse { totals, .. }, Some("totals")) => m.reuse_fd(totals.as_fd()),
+            (Sizing::Reuse { xsks, .. }, Some("xsks")) => m.reuse_fd(xsks.as_fd()),
             _ => Ok(()),
         };
         done.map_err(|e| {
@@ -428,7 +452,7 @@ fn join(interface: &str, ifindex: i32, group: u16) -> Result<XdpFlowDrop, XdpErr
             .map(|i| maps.swap_remove(i))
             .ok_or_else(|| fail(format!("{busy}: streamcap's, but without its {name} map")))
     };
-    let (flows, totals) = (take("flows")?, take("totals")?);
+    let (flows, totals, xsks) = (take("flows")?, take("totals")?, take("xsks")?);
     let tag = totals
         .lookup_percpu(&OWNER_SLOT.to_ne_bytes(), MapFlags::ANY)
         .ok()
@@ -450,6 +474,7 @@ fn join(interface: &str, ifindex: i32, group: u16) -> Result<XdpFlowDrop, XdpErr
         Sizing::Reuse {
             flows: &flows,
             totals: &totals,
+            xsks: &xsks,
         },
     )?;
     let mode = match attach_mode {
@@ -460,6 +485,7 @@ fn join(interface: &str, ifindex: i32, group: u16) -> Result<XdpFlowDrop, XdpErr
     Ok(XdpFlowDrop {
         flows,
         totals,
+        xsks,
         _link: Some(link_fd),
         object,
         mode,

@@ -9,6 +9,8 @@ use streamcap::deliver::{Chunk, DataReason, FlowEnd, Gap, Handler, Stream, Strea
 use streamcap::flow::Direction;
 use streamcap::{LinkType, RawPacket, Timestamp};
 
+#[cfg(target_os = "linux")]
+pub mod netns;
 mod shared;
 #[allow(unused_imports)] // (not every test binary uses all three)
 pub use shared::{captures, corpus_dir, skip};
