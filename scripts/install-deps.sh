@@ -29,6 +29,8 @@
 #              feature (`--kafka`; scripts/test-kafka.sh, which CI runs)
 #   clang, libbpf-dev - compile and load the XDP flow-drop program of the
 #              `xdp` feature (`--xdp`; scripts/test-xdp.sh, which CI runs)
+#   libxdp1    - creates the AF_XDP sockets of `--source af_xdp` (opened at
+#              run time; scripts/test-xdp.sh)
 #   default-jdk-headless, maven - the Kafka 4.1 broker the Kafka tests
 #              produce to (scripts/kafka-broker.sh: Maven fetches its jars
 #              once, the JDK runs it)
@@ -54,7 +56,7 @@
 #   suricata                                  - the NIDS benchmark's Suricata rows
 set -euo pipefail
 pkgs=(tshark tcpflow libpcap0.8 libpcap-dev tcpdump iproute2 procps libhyperscan5 libndpi-bin gcc libc6-dev pkg-config valgrind nfdump
-  cmake g++ default-jdk-headless maven clang libbpf-dev ethtool)
+  cmake g++ default-jdk-headless maven clang libbpf-dev libxdp1 ethtool)
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(libnids-dev softflowd time wireshark-common util-linux fonts-dejavu-core linux-perf libssl-dev tcpreplay libhyperscan-dev)
 fi

@@ -3,7 +3,8 @@
 # flow-drop program is compiled with clang against libbpf-dev's headers and
 # loaded with libbpf) and runs crates/streamcap-cli/tests/xdp.rs, which
 # captures replays on a veth pair inside a network namespace of its own
-# with and without `--xdp` (docs/xdp.md) and needs root.
+# with and without `--xdp` (docs/xdp.md) and with `--source af_xdp`
+# (docs/capture.md), and needs root.
 #
 #   scripts/test-xdp.sh [TEST ARGS...]        e.g. -- --nocapture
 #
@@ -16,6 +17,7 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v "${CLANG:-clang}" >/dev/null 2>&1 || missing+=("clang (compiles the XDP program)")
 [ -e /usr/include/bpf/bpf_helpers.h ] || missing+=("libbpf-dev (the program's headers, and libbpf to load it)")
+ldconfig -p 2>/dev/null | grep -q 'libxdp\.so\.1' || missing+=("libxdp1 (creates the AF_XDP sockets of --source af_xdp)")
 if [ ${#missing[@]} -gt 0 ]; then
   for m in "${missing[@]}"; do
     echo "test-xdp: missing: $m" >&2
@@ -28,5 +30,6 @@ if [ "$(id -u)" -ne 0 ] && [ "${STREAMCAP_XDP_REQUIRED:-0}" = 1 ]; then
   echo "test-xdp: the XDP tests need root (a veth pair, a BPF program)" >&2
   exit 1
 fi
-cargo test -p streamcap --features xdp --lib subzero
+cargo test -p streamcap --features xdp --lib -- subzero af_xdp
+cargo test -p streamcap --features xdp --test af_xdp
 cargo test -p streamcap-cli --features xdp --test xdp "$@"

@@ -5,6 +5,7 @@ use crate::handler::{Failure, SharedFailure};
 use crate::paths::OutDir;
 use crate::run::{self, usage, Outcome, RunApp, RunStage, WorkerParts};
 use crate::stage::CliStage;
+use crate::xsk::AnySocket;
 use crate::Common;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,6 +20,17 @@ use streamcap::source::{
 
 /// `DLT_EN10MB`: the link type of Ethernet and loopback interfaces.
 const DLT_EN10MB: i32 = 1;
+
+/// How packets reach user space (`--source`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum SourceKind {
+    /// A TPACKET_V3 ring per worker, in a kernel fan-out group.
+    #[value(name = "af_packet", alias = "af-packet")]
+    AfPacket,
+    /// An AF_XDP socket on one receive queue, with a pool of chunks.
+    #[value(name = "af_xdp", alias = "af-xdp")]
+    AfXdp,
+}
 
 /// Runs a job on a live interface (see [`run::run`]).
 pub(crate) fn run<A: RunApp>(
@@ -50,6 +62,17 @@ pub(crate) fn run<A: RunApp>(
              would reach different workers or processes), so flow records and streams cannot use \
              it; use hash"
         ));
+    }
+    let af_xdp = c.source == SourceKind::AfXdp;
+    if af_xdp {
+        if let Err(e) = crate::xsk::check_options(&c) {
+            return usage(e);
+        }
+        if iface == ANY_INTERFACE {
+            return usage(
+                "--source af_xdp: an AF_XDP socket reads one interface's queue, not `any`",
+            );
+        }
     }
     let snaplen = c.snaplen.unwrap_or(MAX_SNAPLEN);
     if snaplen == 0 || snaplen > MAX_SNAPLEN {
@@ -86,9 +109,10 @@ pub(crate) fn run<A: RunApp>(
     // (cooked packets, whose header the kernel filter does not see: it
     // starts at the network header) it runs in user space, on the packets
     // as the engine sees them (Linux SLL), as libpcap does when it cannot
-    // hand a program to the kernel.
+    // hand a program to the kernel. An AF_XDP socket has no kernel filter
+    // either: the filter runs in user space there too.
     let expr = (!c.filter.is_empty()).then(|| c.filter.join(" "));
-    let any = iface == ANY_INTERFACE;
+    let any = iface == ANY_INTERFACE || af_xdp;
     let mut filters = Vec::new();
     for _ in 0..workers {
         match expr.as_deref().filter(|_| any).map(run::filter).transpose() {
@@ -153,14 +177,32 @@ pub(crate) fn run<A: RunApp>(
         Err(e) => return usage(e),
     };
     let start = Instant::now();
-    let sockets = match open_live(&live, workers) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("streamcap: {e}");
-            return ExitCode::from(match e.kind() {
-                LiveErrorKind::NoSuchInterface | LiveErrorKind::InvalidConfig => 2,
-                _ => 1,
-            });
+    let mut xsk_info = None;
+    let sockets = if af_xdp {
+        #[cfg(feature = "xdp")]
+        let program = xdp.as_ref().map(|x| x.program());
+        #[cfg(not(feature = "xdp"))]
+        let program = None;
+        match crate::xsk::open(&c, &iface, snaplen, program) {
+            Ok((socket, info)) => {
+                xsk_info = Some(info);
+                vec![socket]
+            }
+            Err(e) => {
+                eprintln!("streamcap: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        match open_live(&live, workers) {
+            Ok(s) => s.into_iter().map(AnySocket::Packet).collect(),
+            Err(e) => {
+                eprintln!("streamcap: {e}");
+                return ExitCode::from(match e.kind() {
+                    LiveErrorKind::NoSuchInterface | LiveErrorKind::InvalidConfig => 2,
+                    _ => 1,
+                });
+            }
         }
     };
     outputs.begin(&failure);
@@ -177,15 +219,21 @@ pub(crate) fn run<A: RunApp>(
             };
             format!(", XDP flow drop in {} mode{shared}", o.mode)
         });
+        let via = xsk_info.as_ref().map_or(String::new(), |x| {
+            format!(
+                ", AF_XDP queue {} in {} mode, pool of {} chunks of {} frames",
+                x.queue, x.mode, x.pool.chunks, x.pool.frames_per_chunk
+            )
+        });
         eprintln!(
-            "streamcap: capturing on {iface} ({workers} worker{}{group}{xdp_mode}); Ctrl-C to stop",
+            "streamcap: capturing on {iface} ({workers} worker{}{group}{via}{xdp_mode}); Ctrl-C to stop",
             if workers == 1 { "" } else { "s" }
         );
     }
     /// The live run: each worker reads its own socket.
     struct LiveRun<'a> {
         capture: &'a streamcap::Capture,
-        sockets: Vec<streamcap::source::AfPacket>,
+        sockets: Vec<AnySocket>,
         par: &'a Parallel,
     }
     impl RunStage<std::convert::Infallible> for LiveRun<'_> {
@@ -226,6 +274,7 @@ pub(crate) fn run<A: RunApp>(
         return code;
     }
     let kernel = total_kernel_stats(report.kernel.iter());
+    let xsk = xsk_info.zip(report.xsk.first().copied());
     // The program comes off when the last handle to it (this one and the
     // capture's) is dropped, at the end of this function.
     let xdp_outcome = xdp.map(|x| x.outcome());
@@ -259,6 +308,7 @@ pub(crate) fn run<A: RunApp>(
         dns_records: report.dns_records.take(),
         http: report.http.take(),
         xdp: xdp_outcome,
+        xsk,
         wall,
     };
     let source = format!("interface {iface}");

@@ -27,6 +27,7 @@ mod tap;
 mod tcpflow;
 mod with;
 mod xdp;
+mod xsk;
 mod zeek;
 
 use args::CpuList;
@@ -463,6 +464,31 @@ struct Common {
     /// timeout (Scap V-E).
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     xdp_timeout: f64,
+    /// Live: how packets reach user space: af_packet (a TPACKET_V3 ring per
+    /// worker in a kernel fan-out group) or af_xdp (an AF_XDP socket on one
+    /// receive queue whose memory is a pool of --pool-chunks chunks of
+    /// --chunk-frames frames; docs/capture.md). af_xdp needs root and a
+    /// build with `--features xdp`.
+    #[arg(long, value_enum, value_name = "SOURCE", default_value = "af-packet")]
+    source: live::SourceKind,
+    /// Live, --source af_xdp: the receive queue to bind (one worker).
+    #[arg(long, value_name = "Q", default_value_t = 0)]
+    queue: u32,
+    /// Live, --source af_xdp: R, the pool's chunks.
+    #[arg(long, value_name = "R", default_value_t = 256)]
+    pool_chunks: u32,
+    /// Live, --source af_xdp: M, frames per chunk (a chunk is the unit the
+    /// pool hands to the kernel and takes back).
+    #[arg(long, value_name = "M", default_value_t = 256)]
+    chunk_frames: u32,
+    /// Live, --source af_xdp: bytes per frame, 2048 or 4096; a frame holds
+    /// a packet of up to this minus 256 bytes, longer ones are dropped.
+    #[arg(long, value_name = "BYTES", default_value_t = 2048)]
+    frame_size: u32,
+    /// Live, --source af_xdp: auto (zero-copy where the driver has it, else
+    /// copy), copy or zero-copy.
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    xsk_bind: String,
     /// Write the records to PATH (not the input file). [default: stdout]
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     output: Option<PathBuf>,

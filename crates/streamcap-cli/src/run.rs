@@ -546,6 +546,8 @@ pub(crate) struct Outcome {
     pub http: Option<streamcap_apps::http::HttpStats>,
     /// The XDP stage's counters, when `--xdp` was in use.
     pub xdp: Option<crate::xdp::XdpOutcome>,
+    /// The AF_XDP socket and its pool, with `--source af_xdp`.
+    pub xsk: Option<(crate::xsk::XskInfo, streamcap::source::af_xdp::XskStats)>,
     pub wall: f64,
 }
 
@@ -803,6 +805,7 @@ pub(crate) fn run<A: RunApp>(
         },
         kernel: None,
         xdp: None,
+        xsk: None,
         analysis: report.analysis.take(),
         nids: report.nids.take(),
         classify: report.classify.take(),
@@ -1003,6 +1006,9 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel, app: &impl RunA
             e,
             "  kernel       {received} passed the kernel filter, {dropped} dropped by the kernel (ring full), {freezes} queue freezes"
         );
+    }
+    if let Some((info, x)) = &o.xsk {
+        let _ = writeln!(e, "  af_xdp       {}", crate::xsk::summary_line(info, x));
     }
     if let Some(x) = &o.xdp {
         let _ = writeln!(

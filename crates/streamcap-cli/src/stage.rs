@@ -121,6 +121,8 @@ pub(crate) struct Finished {
     /// The HTTP analysers' counters, summed over the workers.
     pub http: Option<HttpStats>,
     pub kernel: Vec<KernelStats>,
+    /// AF_XDP sockets' counters, per worker.
+    pub xsk: Vec<streamcap::source::af_xdp::XskStats>,
     pub live_error: Option<LiveError>,
 }
 
@@ -143,6 +145,7 @@ impl Finished {
             dns_records: None,
             http: None,
             kernel: Vec::new(),
+            xsk: Vec::new(),
             live_error: None,
         };
         for mut w in report.workers {
@@ -155,6 +158,7 @@ impl Finished {
             if let Some(k) = w.kernel {
                 out.kernel.push(k);
             }
+            out.xsk.extend(w.xsk);
             if out.live_error.is_none() {
                 out.live_error = w.live_error.take();
             }

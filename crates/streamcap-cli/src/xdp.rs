@@ -64,6 +64,12 @@ impl Attached {
         }
     }
 
+    /// The program, for the AF_XDP source to redirect through.
+    #[cfg(feature = "xdp")]
+    pub(crate) fn program(&self) -> Program {
+        self.prog.clone()
+    }
+
     /// The program's counters now.
     pub(crate) fn outcome(&self) -> XdpOutcome {
         #[cfg(not(feature = "xdp"))]

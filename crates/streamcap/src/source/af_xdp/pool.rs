@@ -126,9 +126,9 @@ pub struct PoolStats {
     pub attached: u64,
     /// Chunks that came back whole (every frame recycled).
     pub recycled: u64,
-    /// How often the fill ring had room for a chunk and the pool had none
-    /// to give: every frame was in the RX ring or in the application's
-    /// hands.
+    /// How often the pool ran dry: the fill ring was empty and the pool
+    /// had no free chunk to give it (every frame was in the RX ring or in
+    /// the application's hands), so the next packet would be dropped.
     pub exhausted: u64,
 }
 
@@ -169,12 +169,9 @@ impl ChunkPool {
 
     /// Takes a free chunk to attach to the fill ring; its frames'
     /// addresses are [`ChunkPool::frame_addrs`]. `None` when every chunk
-    /// is out (counted as exhaustion).
+    /// is out.
     pub fn attach(&mut self) -> Option<u32> {
-        let Some(chunk) = self.free.pop() else {
-            self.stats.exhausted += 1;
-            return None;
-        };
+        let chunk = self.free.pop()?;
         self.out[chunk as usize] = self.cfg.frames_per_chunk;
         self.stats.attached += 1;
         self.stats.free = self.free.len() as u32;
@@ -222,6 +219,22 @@ impl ChunkPool {
         self.stats.recycled += 1;
         self.stats.free = self.free.len() as u32;
         Ok(true)
+    }
+
+    /// Puts back a chunk [`ChunkPool::attach`] gave that could not be
+    /// attached after all.
+    pub fn unattach(&mut self, chunk: u32) {
+        if let Some(out) = self.out.get_mut(chunk as usize) {
+            *out = 0;
+            self.free.push(chunk);
+            self.stats.attached = self.stats.attached.saturating_sub(1);
+            self.stats.free = self.free.len() as u32;
+        }
+    }
+
+    /// Counts one time the pool ran dry (see [`PoolStats::exhausted`]).
+    pub fn note_exhausted(&mut self) {
+        self.stats.exhausted += 1;
     }
 
     /// Chunks free now.
@@ -274,7 +287,6 @@ mod tests {
         let mut pool = ChunkPool::new(small());
         let chunks: Vec<u32> = std::iter::from_fn(|| pool.attach()).collect();
         assert_eq!(chunks.len(), 3);
-        assert_eq!(pool.stats().exhausted, 1);
         assert_eq!(pool.stats().min_free, 0);
         // A kept chunk stays out; the others come back.
         for &c in &chunks[1..] {

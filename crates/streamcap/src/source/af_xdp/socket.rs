@@ -252,8 +252,10 @@ pub struct AfXdp {
     delivered: u64,
     returns: Returns,
     held_frames: u64,
-    /// Whether the last top-up found the pool exhausted.
+    /// Whether the last top-up found every frame out of the pool.
     exhausted: bool,
+    /// Whether it found the fill ring empty too.
+    dry: bool,
     /// The kernel's counters at the last reading, and the fill-ring-empty
     /// drops attributed so far.
     last_raw: RawXdpStats,
@@ -386,6 +388,7 @@ impl AfXdp {
             returns: Arc::default(),
             held_frames: 0,
             exhausted: false,
+            dry: false,
             last_raw: RawXdpStats::default(),
             fill_empty: 0,
             pool_exhausted: 0,
@@ -562,6 +565,9 @@ impl AfXdp {
                 break;
             };
             let Some(idx) = self.handles.fill.prod_reserve(m) else {
+                // Cannot happen (the room was just checked); the chunk
+                // goes back rather than out of the pool for good.
+                self.pool.unattach(chunk);
                 break;
             };
             for (i, addr) in self.pool.frame_addrs(chunk).enumerate() {
@@ -570,13 +576,21 @@ impl AfXdp {
             self.handles.fill.prod_submit(m);
             gave = true;
         }
-        let exhausted =
-            self.pool.free_chunks() == 0 && !gave && self.handles.fill.prod_free(m) >= m;
+        let size = self.handles.fill.size;
+        let room = self.handles.fill.prod_free(size);
+        // Every frame is out: drops from here on are the pool's.
+        let exhausted = self.pool.free_chunks() == 0 && room >= m;
         if exhausted != self.exhausted {
             // Drops up to now belong to the state that is ending.
             self.read_kernel_stats();
             self.exhausted = exhausted;
         }
+        // Dry: not one frame left for the kernel to receive into.
+        let dry = exhausted && room == size;
+        if dry && !self.dry {
+            self.pool.note_exhausted();
+        }
+        self.dry = dry;
         if gave && self.handles.fill.needs_wakeup() {
             // Zero-copy drivers wait for a syscall to see new frames.
             wake(self.handles.fd);
@@ -652,8 +666,8 @@ impl AfXdp {
     }
 
     /// The counters in the shape of an `AF_PACKET` socket's: packets that
-    /// reached the socket (handed over or dropped), drops, and pool
-    /// exhaustion events in place of ring freezes.
+    /// reached the socket (handed over or dropped), drops, and the times the
+    /// pool ran dry in place of ring freezes.
     pub fn stats(&mut self) -> Result<KernelStats, LiveError> {
         let s = self.xsk_stats();
         Ok(KernelStats {
