@@ -128,6 +128,11 @@ impl Netns {
         Ok(ns)
     }
 
+    /// The namespace's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.0
+    }
+
     /// `ip netns exec NS ARGS...`: a command run in the namespace.
     pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new("ip");

@@ -30,6 +30,8 @@
 //!                      [--wait-idle CPUS] [--commit ID] NAME=FILE...
 //! streamcap-bench apps --replot JSON
 //! streamcap-bench pcap-plot --json FILE --png PREFIX
+//! streamcap-bench bursts [--bursts N,N,...] [--cost-ns NS] [--size BYTES] [--pool R,M]
+//!                        [--ring BYTES] [--rounds N] [--receivers NAME,...] [--json FILE] [--png FILE]
 //! ```
 //!
 //! `bench/run.sh` drives it; `bench/pcap-locality.sh` draws its charts
@@ -37,6 +39,7 @@
 
 mod apps;
 mod attacks;
+mod bursts;
 mod capinfo;
 mod conns;
 mod gen;
@@ -192,7 +195,17 @@ usage:
   streamcap-bench pcap-plot --json FILE --png PREFIX
       draws bench/pcap-locality.sh's result file (bench/results/pcap-locality.json):
       ndpiReader's misses per packet (PREFIX-misses.png) and run time
-      (PREFIX-time.png) against the locality batch size";
+      (PREFIX-time.png) against the locality batch size
+  streamcap-bench bursts [--bursts N,N,...] [--cost-ns NS] [--size BYTES]
+                         [--pool R,M] [--ring BYTES] [--rounds N]
+                         [--receivers af_packet,af_packet_pool,af_xdp,tcpdump]
+                         [--json FILE] [--png FILE]
+      (root; af_xdp needs --features xdp) WireCAP's burst experiment on a
+      veth pair: bursts of N frames sent as fast as one thread can, read by
+      a consumer that spends NS per packet (default 4000); loss per burst
+      size for AF_PACKET with streamcap's ring, AF_PACKET with a ring as
+      large as the AF_XDP pool, AF_XDP with the pool (default 256 x 256
+      frames) and tcpdump -w /dev/null; median of --rounds (3)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -209,6 +222,7 @@ fn main() -> ExitCode {
         Some("nids") => nids::cmd_nids(&args[1..]),
         Some("apps") => apps::cmd_apps(&args[1..]),
         Some("pcap-plot") => pcap_plot::cmd_pcap_plot(&args[1..]),
+        Some("bursts") => bursts::cmd_bursts(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
