@@ -262,3 +262,95 @@ fn listed_flows_are_dropped_before_the_rest_is_redirected() {
         assert_eq!(sock.xsk_stats().drops(), 0);
     });
 }
+
+/// The packets a verdict passes leave on a second interface from the
+/// frames they were received in (a socket sharing the UMEM), byte for
+/// byte and in order; the others are counted; every frame sent comes
+/// back to the pool.
+#[test]
+fn forwarding_sends_what_the_verdict_passes_from_the_same_frames() {
+    use streamcap::source::{AfPacket, LiveConfig};
+    use support::netns::run_cmd;
+    let Some(ns) = setup("xsk-forward") else {
+        return;
+    };
+    let n = ns.name.as_str();
+    for args in [
+        &[
+            "ip", "-n", n, "link", "add", "scc", "type", "veth", "peer", "name", "scd",
+        ][..],
+        &["ip", "-n", n, "link", "set", "scc", "up"],
+        &["ip", "-n", n, "link", "set", "scd", "up"],
+    ] {
+        if let Err(e) = run_cmd(args) {
+            support::skip(e);
+            return;
+        }
+    }
+    ns.run(|| {
+        let Some((_prog, mut sock)) = open(PoolConfig {
+            chunks: 8,
+            frames_per_chunk: 32,
+            frame_size: 2048,
+        }) else {
+            return;
+        };
+        if let Err(e) = sock.open_tx("scc", 0) {
+            support::skip(format!("cannot open a send-only AF_XDP socket: {e}"));
+            return;
+        }
+        let mut out = AfPacket::open(&LiveConfig::new("scd")).expect("capture on scd");
+        let mut tx = Injector::open(TX).expect("injector");
+        let frames: Vec<Vec<u8>> = (0..1000u32)
+            .map(|i| {
+                frame(
+                    if i % 3 == 0 { 5001 } else { 5000 },
+                    i,
+                    60 + (i as usize * 7) % 1400,
+                )
+            })
+            .collect();
+        let want: Vec<&Vec<u8>> = frames
+            .iter()
+            .filter(|f| f[34..36] == 5000u16.to_be_bytes())
+            .collect();
+        let mut got = Vec::new();
+        std::thread::scope(|s| {
+            s.spawn(|| send(&mut tx, &frames));
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let mut seen = 0;
+            while seen < frames.len() && Instant::now() < deadline {
+                seen += sock
+                    .forward_block(Duration::from_millis(20), &mut |p| {
+                        p.data[34..36] == 5000u16.to_be_bytes()
+                    })
+                    .expect("forward");
+                out.next_block(Duration::ZERO, &mut |p| got.push(p.data.to_vec()))
+                    .expect("capture");
+            }
+        });
+        assert_eq!(
+            sock.flush_tx(Duration::from_secs(2)),
+            0,
+            "frames still in flight"
+        );
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while got.len() < want.len() && Instant::now() < deadline {
+            out.next_block(Duration::from_millis(20), &mut |p| {
+                got.push(p.data.to_vec())
+            })
+            .expect("capture");
+        }
+        assert_eq!(got.len(), want.len(), "{:?}", sock.forward_stats());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(g == *w, "frame {i} differs");
+        }
+        let f = sock.forward_stats();
+        assert_eq!(f.forwarded, want.len() as u64);
+        assert_eq!(f.filtered, (frames.len() - want.len()) as u64);
+        assert_eq!(f.completed, f.forwarded);
+        assert_eq!(f.tx_ring_full, 0);
+        let census = sock.census();
+        assert!(census.balanced() && census.in_tx == 0, "{census:?}");
+    });
+}

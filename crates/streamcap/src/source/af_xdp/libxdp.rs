@@ -54,6 +54,17 @@ type SocketCreateFn = unsafe extern "C" fn(
     *mut XskRing,
     *const SocketConfig,
 ) -> c_int;
+type SocketCreateSharedFn = unsafe extern "C" fn(
+    *mut *mut c_void,
+    *const c_char,
+    u32,
+    *mut c_void,
+    *mut XskRing,
+    *mut XskRing,
+    *mut XskRing,
+    *mut XskRing,
+    *const SocketConfig,
+) -> c_int;
 type SocketFdFn = unsafe extern "C" fn(*const c_void) -> c_int;
 type SocketDeleteFn = unsafe extern "C" fn(*mut c_void);
 type UmemDeleteFn = unsafe extern "C" fn(*mut c_void) -> c_int;
@@ -62,6 +73,7 @@ type UmemDeleteFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 pub(crate) struct Libxdp {
     umem_create: UmemCreateFn,
     socket_create: SocketCreateFn,
+    socket_create_shared: SocketCreateSharedFn,
     socket_fd: SocketFdFn,
     socket_delete: SocketDeleteFn,
     umem_delete: UmemDeleteFn,
@@ -101,6 +113,8 @@ impl Libxdp {
             Ok(Libxdp {
                 umem_create: *lib.get::<UmemCreateFn>(b"xsk_umem__create\0")?,
                 socket_create: *lib.get::<SocketCreateFn>(b"xsk_socket__create\0")?,
+                socket_create_shared: *lib
+                    .get::<SocketCreateSharedFn>(b"xsk_socket__create_shared\0")?,
                 socket_fd: *lib.get::<SocketFdFn>(b"xsk_socket__fd\0")?,
                 socket_delete: *lib.get::<SocketDeleteFn>(b"xsk_socket__delete\0")?,
                 umem_delete: *lib.get::<UmemDeleteFn>(b"xsk_umem__delete\0")?,
@@ -164,7 +178,9 @@ pub(crate) fn create(lib: &'static Libxdp, p: &CreateParams<'_>) -> io::Result<X
     };
     let umem_cfg = UmemConfig {
         fill_size: p.ring_size,
-        comp_size: p.tx_size.max(1).next_power_of_two().max(64),
+        // A send-only socket sharing the UMEM gets a completion ring of
+        // this size too: room for every frame of the pool in flight.
+        comp_size: p.ring_size,
         frame_size: p.frame_size,
         frame_headroom: 0,
         flags: 0,
@@ -239,6 +255,93 @@ impl Drop for XskHandles {
             // SAFETY: created by `xsk_umem__create`, its socket deleted just
             // above; unmaps the fill and completion rings.
             unsafe { (self.lib.umem_delete)(self.umem) };
+        }
+    }
+}
+
+/// A send-only socket on another interface or queue that shares a UMEM
+/// (`XDP_SHARED_UMEM`): it transmits frames of that UMEM. Its own fill
+/// ring stays empty (it receives nothing); its completion ring gives sent
+/// frames back. Must be dropped before the [`XskHandles`] that own the
+/// UMEM.
+pub(crate) struct XskTxHandles {
+    lib: &'static Libxdp,
+    socket: *mut c_void,
+    /// The socket's descriptor (owned by libxdp's socket).
+    pub fd: c_int,
+    pub fill: Box<XskRing>,
+    pub comp: Box<XskRing>,
+    pub tx: Box<XskRing>,
+}
+
+// SAFETY: as for `XskHandles`: pointers to libxdp's allocations and ring
+// mappings, used through `&mut self` only.
+unsafe impl Send for XskTxHandles {}
+
+/// Creates a send-only socket on `queue` of `interface` sharing `umem`'s
+/// UMEM, with a TX ring of `tx_size` entries.
+pub(crate) fn create_tx(
+    umem: &XskHandles,
+    interface: &str,
+    queue: u32,
+    tx_size: u32,
+    bind_flags: u16,
+) -> io::Result<XskTxHandles> {
+    let lib = umem.lib;
+    let ifname = CString::new(interface)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in interface name"))?;
+    let mut h = XskTxHandles {
+        lib,
+        socket: std::ptr::null_mut(),
+        fd: -1,
+        fill: Box::default(),
+        comp: Box::default(),
+        tx: Box::default(),
+    };
+    let cfg = SocketConfig {
+        rx_size: 0,
+        tx_size,
+        libxdp_flags: INHIBIT_PROG_LOAD,
+        xdp_flags: 0,
+        bind_flags,
+    };
+    // SAFETY: `umem.umem` is a live UMEM (the caller keeps `umem` alive
+    // longer than the new socket); `ifname` is NUL-terminated; the ring
+    // structs are boxed and writable (no RX ring: null); the config is
+    // valid. libxdp creates fill and completion rings of the default size
+    // on the new socket and returns 0 or -errno.
+    let rc = unsafe {
+        (lib.socket_create_shared)(
+            &mut h.socket,
+            ifname.as_ptr(),
+            queue,
+            umem.umem,
+            std::ptr::null_mut(),
+            &mut *h.tx,
+            &mut *h.fill,
+            &mut *h.comp,
+            &cfg,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(-rc));
+    }
+    // SAFETY: `socket` was just created.
+    h.fd = unsafe { (lib.socket_fd)(h.socket) };
+    if h.fd < 0 || !h.tx.is_mapped() || !h.comp.is_mapped() {
+        return Err(io::Error::other(
+            "libxdp returned a socket without its rings",
+        ));
+    }
+    Ok(h)
+}
+
+impl Drop for XskTxHandles {
+    fn drop(&mut self) {
+        if !self.socket.is_null() {
+            // SAFETY: created by `xsk_socket__create_shared`, deleted once;
+            // closes its descriptor and unmaps its rings.
+            unsafe { (self.lib.socket_delete)(self.socket) };
         }
     }
 }

@@ -36,5 +36,5 @@ mod stats;
 
 pub use self::pool::{ChunkPool, PoolConfig, PoolStats};
 #[cfg(feature = "xdp")]
-pub use self::socket::{AfXdp, AfXdpConfig, BindMode, Chunk, FrameCensus, XskMode};
+pub use self::socket::{AfXdp, AfXdpConfig, BindMode, Chunk, ForwardStats, FrameCensus, XskMode};
 pub use self::stats::XskStats;

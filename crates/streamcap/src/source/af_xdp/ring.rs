@@ -116,7 +116,6 @@ impl XskRing {
     }
 
     /// Writes a TX-ring entry at reserved index `idx`.
-    #[allow(dead_code)] // the TX side: forwarding
     pub fn set_desc(&mut self, idx: u32, desc: XdpDesc) {
         let slot = (idx & self.mask) as usize;
         // SAFETY: an RX or TX ring's entries are `struct xdp_desc`s, `size`
@@ -178,7 +177,6 @@ impl XskRing {
     }
 
     /// A completion-ring entry (a frame address) at peeked index `idx`.
-    #[allow(dead_code)] // the TX side: forwarding
     pub fn addr(&self, idx: u32) -> u64 {
         let slot = (idx & self.mask) as usize;
         // SAFETY: completion entries are `u64`s; as in `desc`.

@@ -243,7 +243,9 @@ impl Drop for Chunk {
 pub struct AfXdp {
     interface: String,
     queue: u32,
-    // Field order is drop order: the socket before the memory it uses.
+    // Field order is drop order: the sockets before the memory they use,
+    // the send-only socket before the one that owns the UMEM.
+    tx: Option<TxSide>,
     handles: XskHandles,
     umem: Arc<Umem>,
     pool: ChunkPool,
@@ -379,6 +381,7 @@ impl AfXdp {
         let mut socket = AfXdp {
             interface: cfg.interface.clone(),
             queue: cfg.queue,
+            tx: None,
             handles,
             umem,
             pool: ChunkPool::new(cfg.pool),
@@ -532,6 +535,193 @@ impl AfXdp {
         true
     }
 
+    /// Adds a send-only socket on `queue` of `interface` that shares this
+    /// socket's UMEM: [`AfXdp::forward_block`] then sends the packets its
+    /// verdict passes on `interface` from the frames they were received
+    /// in. In copy mode the kernel copies each into an skb to send it; in
+    /// zero-copy mode the driver sends the frame itself.
+    pub fn open_tx(&mut self, interface: &str, queue: u32) -> Result<XskMode, LiveError> {
+        let size = self.pool.config().ring_size();
+        let tries: &[u16] = match self.mode {
+            XskMode::ZeroCopy => &[XDP_ZEROCOPY, XDP_COPY],
+            XskMode::Copy => &[XDP_COPY],
+        };
+        let mut last = None;
+        for &flags in tries {
+            match libxdp::create_tx(
+                &self.handles,
+                interface,
+                queue,
+                size,
+                flags | XDP_USE_NEED_WAKEUP,
+            ) {
+                Ok(h) => {
+                    let mode = xsk_mode(h.fd)
+                        .map_err(|e| LiveError::os(interface, "getsockopt(XDP_OPTIONS)", e))?;
+                    self.tx = Some(TxSide {
+                        handles: h,
+                        in_flight: 0,
+                        stats: ForwardStats::default(),
+                    });
+                    return Ok(mode);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let e = last.unwrap_or_else(|| io::Error::other("no bind mode to try"));
+        Err(LiveError::os(
+            interface,
+            format!(
+                "creating an AF_XDP socket on queue {queue} that shares the UMEM of {}",
+                self.interface
+            ),
+            e,
+        ))
+    }
+
+    /// Waits up to `timeout` for received packets; sends those `verdict`
+    /// passes on the interface of [`AfXdp::open_tx`] from their frames
+    /// (no copy in user space), and gives the others back to the pool.
+    /// Sent frames come back to the pool when the kernel has sent them.
+    /// Returns how many packets were received (0 when the timeout passed).
+    pub fn forward_block(
+        &mut self,
+        timeout: Duration,
+        verdict: &mut dyn FnMut(&RawPacket<'_>) -> bool,
+    ) -> Result<usize, LiveError> {
+        if self.tx.is_none() {
+            return Err(LiveError::other(
+                &self.interface,
+                "forwarding",
+                LiveErrorKind::InvalidConfig,
+                "no send-only socket (AfXdp::open_tx)",
+            ));
+        }
+        self.reap_completions();
+        if !self.receive(timeout)? {
+            return Ok(0);
+        }
+        let ts = wall_clock();
+        let first = self.delivered + 1;
+        let snap = self.snaplen as usize;
+        let descs = std::mem::take(&mut self.descs);
+        let mut pass = Vec::with_capacity(descs.len());
+        for (i, d) in descs.iter().enumerate() {
+            let keep = self.umem.frame(d).is_some_and(|data| {
+                verdict(&RawPacket {
+                    ts,
+                    link: LinkType::ETHERNET,
+                    data: &data[..data.len().min(snap)],
+                    orig_len: d.len,
+                    record: first + i as u64,
+                    interface: 0,
+                })
+            });
+            if keep {
+                pass.push(*d);
+            } else {
+                if let Some(tx) = self.tx.as_mut() {
+                    tx.stats.filtered += 1;
+                }
+                self.recycle(d.addr);
+            }
+        }
+        self.delivered += descs.len() as u64;
+        let n = descs.len();
+        self.descs = descs;
+        self.send(&pass);
+        self.top_up();
+        Ok(n)
+    }
+
+    /// Puts `pass` on the TX ring, waiting briefly for room; what finds
+    /// none is counted and recycled.
+    fn send(&mut self, pass: &[XdpDesc]) {
+        let mut sent = 0usize;
+        let mut tries = 0;
+        while sent < pass.len() {
+            let Some(tx) = self.tx.as_mut() else {
+                return;
+            };
+            let want = (pass.len() - sent) as u32;
+            let room = tx.handles.tx.prod_free(want).min(want);
+            if room == 0 {
+                tries += 1;
+                if tries > 1000 {
+                    break;
+                }
+                kick(tx.handles.fd);
+                self.reap_completions();
+                std::thread::yield_now();
+                continue;
+            }
+            let Some(idx) = tx.handles.tx.prod_reserve(room) else {
+                break;
+            };
+            for (i, d) in pass[sent..sent + room as usize].iter().enumerate() {
+                tx.handles.tx.set_desc(idx.wrapping_add(i as u32), *d);
+                tx.stats.forwarded_bytes += u64::from(d.len);
+            }
+            tx.handles.tx.prod_submit(room);
+            tx.stats.forwarded += u64::from(room);
+            tx.in_flight += u64::from(room);
+            sent += room as usize;
+            kick(tx.handles.fd);
+        }
+        for d in &pass[sent..] {
+            if let Some(tx) = self.tx.as_mut() {
+                tx.stats.tx_ring_full += 1;
+            }
+            self.recycle(d.addr);
+        }
+    }
+
+    /// Gives frames the kernel has sent back to the pool.
+    fn reap_completions(&mut self) {
+        let Some(tx) = self.tx.as_mut() else {
+            return;
+        };
+        let (n, idx) = tx.handles.comp.cons_peek(u32::MAX);
+        if n == 0 {
+            return;
+        }
+        let addrs: Vec<u64> = (0..n)
+            .map(|i| tx.handles.comp.addr(idx.wrapping_add(i)))
+            .collect();
+        tx.handles.comp.cons_release(n);
+        tx.in_flight = tx.in_flight.saturating_sub(u64::from(n));
+        tx.stats.completed += u64::from(n);
+        for a in addrs {
+            self.recycle(a);
+        }
+    }
+
+    /// Waits up to `timeout` for every frame sent to come back; returns
+    /// how many are still in flight.
+    pub fn flush_tx(&mut self, timeout: Duration) -> u64 {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.reap_completions();
+            let Some((in_flight, fd)) = self.tx.as_ref().map(|t| (t.in_flight, t.handles.fd))
+            else {
+                return 0;
+            };
+            if in_flight == 0 || Instant::now() >= deadline {
+                self.top_up();
+                return in_flight;
+            }
+            kick(fd);
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// What forwarding did so far.
+    pub fn forward_stats(&self) -> ForwardStats {
+        self.tx
+            .as_ref()
+            .map_or(ForwardStats::default(), |t| t.stats)
+    }
+
     /// Gives a received frame back to the pool.
     fn recycle(&mut self, addr: u64) {
         // A frame the kernel handed over always came from the pool; an
@@ -651,8 +841,10 @@ impl AfXdp {
     pub fn census(&mut self) -> FrameCensus {
         self.take_returns();
         let size = self.handles.fill.size;
+        let in_tx = self.tx.as_ref().map_or(0, |t| t.in_flight);
         FrameCensus {
             out: self.pool.frames_out(),
+            in_tx,
             // The fill ring as the kernel sees it: entries it has not taken.
             in_fill: u64::from(size - self.handles.fill.prod_free(size)),
             in_rx: u64::from(self.handles.rx.cons_pending()),
@@ -678,6 +870,29 @@ impl AfXdp {
     }
 }
 
+/// The send-only socket of a forwarding [`AfXdp`].
+struct TxSide {
+    handles: libxdp::XskTxHandles,
+    /// Frames on the TX ring or being sent.
+    in_flight: u64,
+    stats: ForwardStats,
+}
+
+/// What [`AfXdp::forward_block`] did.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ForwardStats {
+    /// Packets put on the TX ring.
+    pub forwarded: u64,
+    /// Their bytes.
+    pub forwarded_bytes: u64,
+    /// Packets the verdict dropped.
+    pub filtered: u64,
+    /// Packets dropped because the TX ring stayed full.
+    pub tx_ring_full: u64,
+    /// Packets the kernel reported sent (their frames back in the pool).
+    pub completed: u64,
+}
+
 /// Where the frames of a pool are ([`AfXdp::census`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct FrameCensus {
@@ -689,12 +904,14 @@ pub struct FrameCensus {
     pub in_rx: u64,
     /// In chunks the application holds.
     pub held: u64,
+    /// Sent or on the TX ring, not yet completed (forwarding).
+    pub in_tx: u64,
 }
 
 impl FrameCensus {
     /// Whether every frame out of the pool is accounted for.
     pub fn balanced(&self) -> bool {
-        self.out == self.in_fill + self.in_rx + self.held
+        self.out == self.in_fill + self.in_rx + self.held + self.in_tx
     }
 }
 
@@ -706,6 +923,24 @@ impl std::os::fd::AsRawFd for RawFdRef {
     fn as_raw_fd(&self) -> i32 {
         self.0
     }
+}
+
+/// Tells the kernel to send what is on the TX ring (copy mode sends only
+/// from a system call).
+fn kick(fd: i32) {
+    // SAFETY: a zero-length, non-blocking send on a socket descriptor we
+    // own; no buffer is passed. EAGAIN/EBUSY (the kernel is busy sending)
+    // are fine: the next kick or completion covers them.
+    unsafe {
+        libc::sendto(
+            fd,
+            std::ptr::null(),
+            0,
+            libc::MSG_DONTWAIT,
+            std::ptr::null(),
+            0,
+        )
+    };
 }
 
 /// Tells the kernel to look at the fill ring (`XDP_USE_NEED_WAKEUP`).
