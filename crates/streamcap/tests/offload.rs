@@ -368,3 +368,75 @@ fn corpus_captures_with_moves() {
     assert!(checked.len() >= 20, "only {} captures", checked.len());
     assert!(checked.values().sum::<u64>() > 0, "flows moved");
 }
+
+/// The time rule: the importing worker's clock advances to the exporter's
+/// (a clock behind never keeps a connection past a deadline of the clock
+/// it came from, and a clock ahead ends at once a connection whose
+/// deadline it has passed); the memory charge moves with the connection.
+#[test]
+fn the_time_rule_and_the_memory_charge() {
+    use streamcap::{LinkType, RawPacket, Timestamp};
+    let cfg = Config {
+        udp_timeout: 1_000 * MS,
+        ..Config::default()
+    };
+    let frame = support::udp(
+        support::ep("10.0.0.1", 5000),
+        support::ep("10.0.0.2", 53),
+        &[7u8; 100],
+    );
+    let at = |ms: u64| Timestamp::from_secs_nanos(1_000, ms * MS);
+    let packet = RawPacket {
+        ts: at(0),
+        link: LinkType::ETHERNET,
+        data: &frame,
+        orig_len: frame.len() as u32,
+        record: 1,
+        interface: 0,
+    };
+    let end = EndReason::Timeout.name();
+    for importer_ahead in [false, true] {
+        let buckets = Buckets::new(&cfg);
+        let mut a = Worker::new(cfg.clone(), Records::default())
+            .with_buckets(buckets.clone(), BucketSet::all())
+            .with_conn_ids(0, 2);
+        let mut b = Worker::new(cfg.clone(), Records::default())
+            .with_buckets(buckets, BucketSet::new())
+            .with_conn_ids(1, 2);
+        a.process(&packet);
+        let used = a.memory_used();
+        assert!(used >= 100, "the datagram waits in the chunk buffer");
+        if importer_ahead {
+            b.advance_clock(at(1_500));
+        }
+        let h = a.export_buckets(&BucketSet::all());
+        assert_eq!((h.flows(), h.bytes(), h.time()), (1, used, at(0)));
+        assert_eq!((a.memory_used(), a.active_flows()), (0, 0));
+        assert_eq!(a.buckets().map(BucketSet::len), Some(0));
+        b.import_handover(h);
+        assert_eq!(
+            b.buckets().map(BucketSet::len),
+            Some(BucketSet::all().len())
+        );
+        if importer_ahead {
+            // Its deadline (1 s after its packet) is behind this clock.
+            assert_eq!((b.active_flows(), b.memory_used()), (0, 0));
+        } else {
+            assert_eq!(b.now(), at(0), "the clock moved up to the exporter's");
+            assert_eq!((b.active_flows(), b.memory_used()), (1, used));
+            b.advance_clock(at(999));
+            assert_eq!(b.active_flows(), 1);
+            b.advance_clock(at(1_000));
+            assert_eq!(b.active_flows(), 0);
+        }
+        let stats = b.finish();
+        let r = b.into_handler();
+        assert_eq!(r.lines.len(), 1);
+        assert!(r.lines[0].contains(&format!(" {end} ")), "{}", r.lines[0]);
+        assert_eq!(r.ids, [0], "the connection keeps its id");
+        assert_eq!(stats.ended(EndReason::Timeout), 1);
+        assert_eq!(stats.flows_created, [0; 4], "created where it was created");
+        let sa = a.finish();
+        assert_eq!(sa.flows_created.iter().sum::<u64>(), 1);
+    }
+}

@@ -140,7 +140,10 @@ impl ClosedConns {
         let mut out = Vec::new();
         self.by_key.retain(|key, c| {
             if pick(key) {
-                out.push(MovedClosed { key: *key, closed: *c });
+                out.push(MovedClosed {
+                    key: *key,
+                    closed: *c,
+                });
                 false
             } else {
                 true
@@ -168,7 +171,9 @@ impl ClosedConns {
                 continue;
             }
             self.by_key.insert(key, closed);
-            let at = self.queue.partition_point(|&(until, _)| until <= closed.until);
+            let at = self
+                .queue
+                .partition_point(|&(until, _)| until <= closed.until);
             self.queue.insert(at, (closed.until, key));
         }
         self.compact();

@@ -237,8 +237,7 @@ impl<T> FlowTable<T> {
         if !self.slab.contains(idx as usize) {
             return None;
         }
-        const CLASSES: [ListId; LISTS] =
-            [ListId::Tcp, ListId::Udp, ListId::Other, ListId::Closing];
+        const CLASSES: [ListId; LISTS] = [ListId::Tcp, ListId::Udp, ListId::Other, ListId::Closing];
         let link = self.links.get(idx as usize)?;
         CLASSES.get(usize::from(link.list)).copied()
     }

@@ -210,7 +210,8 @@ impl<H: Handler> Worker<H> {
         }
         let mut by_slot: HashMap<u32, usize> = HashMap::with_capacity(slots.len());
         for idx in slots {
-            let (Some(list), Some(last_seen)) = (self.table.list_of(idx), self.table.last_seen(idx))
+            let (Some(list), Some(last_seen)) =
+                (self.table.list_of(idx), self.table.last_seen(idx))
             else {
                 continue;
             };

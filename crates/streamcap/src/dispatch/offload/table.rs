@@ -43,7 +43,9 @@ impl IndirectionTable {
     /// [`BUCKETS`], which the bucket function never gives).
     #[inline]
     pub fn owner(&self, bucket: u16) -> usize {
-        self.owner.get(usize::from(bucket)).map_or(0, |&w| usize::from(w))
+        self.owner
+            .get(usize::from(bucket))
+            .map_or(0, |&w| usize::from(w))
     }
 
     /// The buckets `worker` owns.
