@@ -2,7 +2,7 @@
 //! a connection belong to, and sets of buckets.
 //!
 //! A packet is routed by the same key as [`Shard`](super::super::fanout::Shard)
-//! routes it ([`routing_key`]): the canonical, symmetric [`FlowKey`] with
+//! routes it: the canonical, symmetric [`FlowKey`] with
 //! the ports of TCP and UDP only (an ICMP message is keyed by its
 //! addresses; UDP tunnel packets by their addresses, since a VXLAN sender
 //! picks the outer source port per direction), hashed with the run's seed
