@@ -319,6 +319,31 @@ fn generated_traffic_with_moves() {
     check(&input, "campus, defaults", &plain, &[7, 997]);
 }
 
+/// Locality buffering in the workers: a hand-over first processes the
+/// packets each side has gathered, and the records stay those of one
+/// worker without it.
+#[test]
+fn locality_buffering_with_moves() {
+    let pcap = support::impaired_campus(12, 6_000, 200);
+    let input = Input::Bytes("campus-locality.pcap", pcap);
+    let plain = Config {
+        measure_processing_time: false,
+        ..Config::default()
+    };
+    let want = single(&input, &plain);
+    let mut cfg = plain.clone();
+    cfg.locality.batch = 64;
+    for (n, k) in [(2, 7), (3, 100)] {
+        let (got, moves) = moving(&input, &cfg, n, k, 77);
+        assert!(moves.flows > 0);
+        assert!(
+            got.records == want.records,
+            "{n} workers with locality, moves every {k}: records differ"
+        );
+        same_stats(&got.stats, &want.stats, "locality");
+    }
+}
+
 /// Tunnelled traffic: inner connections move with their carrier's bucket.
 #[test]
 fn generated_tunnels_with_moves() {
