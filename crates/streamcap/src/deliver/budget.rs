@@ -39,6 +39,15 @@ impl Budget {
         true
     }
 
+    /// Charges `n` bytes that already exist elsewhere and move here (the
+    /// stream data of flows handed over from another worker): charged even
+    /// past the limit, since refusing would not free them; the overload
+    /// control then sees the higher usage.
+    pub fn charge_moved(&mut self, n: usize) {
+        self.used = self.used.saturating_add(n);
+        self.peak = self.peak.max(self.used);
+    }
+
     /// Returns `n` bytes to the budget.
     #[inline]
     pub fn release(&mut self, n: usize) {

@@ -148,21 +148,7 @@ impl Shard {
     /// the two directions of one inner connection come in outer datagrams
     /// with different ports, and must meet in one worker.
     pub fn owns_packet(&self, net: &NetPacket<'_>, transport: &[u8]) -> bool {
-        let (sport, dport) = match (net.proto, transport.get(..4)) {
-            (6 | 17, Some(p)) => (
-                u16::from_be_bytes([p[0], p[1]]),
-                u16::from_be_bytes([p[2], p[3]]),
-            ),
-            _ => (0, 0),
-        };
-        let tunnel = net.proto == 17
-            && self
-                .tunnels
-                .as_ref()
-                .is_some_and(|d| d.udp_carrier(sport, dport));
-        let (sport, dport) = if tunnel { (0, 0) } else { (sport, dport) };
-        let (key, _) = FlowKey::new(net.src, sport, net.dst, dport, net.proto, net.vlan_key());
-        self.owns_key(&key)
+        self.owns_key(&routing_key(net, transport, self.tunnels.as_ref()))
     }
 
     /// Whether this worker counts the frame of an IP fragment (every worker
@@ -176,6 +162,30 @@ impl Shard {
     pub fn owns_record(&self, record: u64) -> bool {
         self.pick(record)
     }
+}
+
+/// The key a packet is routed by (to a [`Shard`], or to a bucket in
+/// [`crate::dispatch::offload`]): the canonical [`FlowKey`] of an
+/// unfragmented (or reassembled) IP packet whose transport header starts
+/// `transport`, with the ports for TCP and UDP only, and none for UDP
+/// tunnel packets when `tunnels` knows their ports (see
+/// [`Shard::owns_packet`] for why).
+#[inline]
+pub(crate) fn routing_key(
+    net: &NetPacket<'_>,
+    transport: &[u8],
+    tunnels: Option<&Decapsulator>,
+) -> FlowKey {
+    let (sport, dport) = match (net.proto, transport.get(..4)) {
+        (6 | 17, Some(p)) => (
+            u16::from_be_bytes([p[0], p[1]]),
+            u16::from_be_bytes([p[2], p[3]]),
+        ),
+        _ => (0, 0),
+    };
+    let tunnel = net.proto == 17 && tunnels.is_some_and(|d| d.udp_carrier(sport, dport));
+    let (sport, dport) = if tunnel { (0, 0) } else { (sport, dport) };
+    FlowKey::new(net.src, sport, net.dst, dport, net.proto, net.vlan_key()).0
 }
 
 #[cfg(test)]

@@ -10,6 +10,9 @@
 //!   input processed grouped by the lower of each packet's two ports.
 //! - [`analysis`]: the decoupled analysis stage: the application's
 //!   callbacks on threads of their own, fed by the worker.
+//! - [`offload`]: flow-affine offloading: flow-hash buckets, the
+//!   indirection table, and handing a bucket's connections to another
+//!   worker.
 //! - [`workers`]: the settings of a multi-worker run ([`workers::Parallel`]),
 //!   CPU pinning, and the per-worker and merged reports.
 //!
@@ -23,6 +26,7 @@ pub mod fanout;
 #[cfg(target_os = "linux")]
 pub mod live;
 pub mod locality;
+pub mod offload;
 pub mod worker;
 pub mod workers;
 

@@ -74,6 +74,9 @@ pub struct Worker<H: Handler> {
     /// No flow can time out before this (a lower bound of the list heads' deadlines).
     pub(crate) next_check: Timestamp,
     pub(crate) next_conn_id: u64,
+    /// How far apart this worker's connection ids are
+    /// ([`Worker::with_conn_ids`]).
+    pub(crate) conn_id_step: u64,
     pub(crate) stats: GlobalStats,
     pub(crate) scratch: Vec<u8>,
     /// The share of the input this worker owns, when several workers read
@@ -98,6 +101,9 @@ pub struct Worker<H: Handler> {
     pub(crate) locality: Option<Box<LocalityStage>>,
     /// A locality batch is being processed: no timer fires until it ends.
     pub(crate) timers_held: bool,
+    /// The flow-hash buckets this worker owns in a group that moves them
+    /// between workers ([`crate::dispatch::offload`]); `None`: not in one.
+    pub(crate) owned: Option<Box<crate::dispatch::offload::handover::Owned>>,
 }
 
 impl<H: Handler> Worker<H> {
@@ -133,6 +139,8 @@ impl<H: Handler> Worker<H> {
             now: Timestamp::ZERO,
             next_check: Timestamp::ZERO,
             next_conn_id: 0,
+            conn_id_step: 1,
+            owned: None,
             stats: GlobalStats::default(),
             scratch: Vec::new(),
             shard: None,
@@ -328,7 +336,12 @@ impl<H: Handler> Worker<H> {
         if net.tunnel != 0 {
             // Inside a tunnel: its frame was counted with the outer packet.
             self.stats.fragments += 1;
-        } else if self.shard.as_ref().is_none_or(|s| s.owns_fragment(&key)) {
+        } else if self.shard.as_ref().is_none_or(|s| s.owns_fragment(&key))
+            && self
+                .owned
+                .as_deref()
+                .is_none_or(|o| o.has(o.map.of_fragment(&key)))
+        {
             self.count_frame(pkt);
             self.stats.ip_packets += 1;
             self.stats.fragments += 1;
@@ -344,10 +357,14 @@ impl<H: Handler> Worker<H> {
             DefragOutcome::Pending => {}
             DefragOutcome::Complete(d) => {
                 if net.tunnel == 0
-                    && self
+                    && (self
                         .shard
                         .as_ref()
                         .is_some_and(|s| !s.owns_packet(net, d.data))
+                        || self
+                            .owned
+                            .as_deref()
+                            .is_some_and(|o| !o.has(o.map.of_packet(net, d.data))))
                 {
                     return;
                 }
@@ -531,7 +548,7 @@ impl<H: Handler> Worker<H> {
             }
         }
         let id = self.next_conn_id;
-        self.next_conn_id += 1;
+        self.next_conn_id += self.conn_id_step;
         let mk = |side: Side| {
             DirState::new(if side == orig_side {
                 Direction::Orig

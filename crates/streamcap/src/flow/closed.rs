@@ -41,6 +41,13 @@ struct Closed {
     until: Timestamp,
 }
 
+/// A remembered closed connection on its way to another worker.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct MovedClosed {
+    pub(crate) key: FlowKey,
+    closed: Closed,
+}
+
 /// The recently closed connections of one worker. The map uses hashbrown's
 /// default hasher, randomly seeded as the flow table's, so an attacker
 /// cannot aim collisions at it.
@@ -119,6 +126,57 @@ impl ClosedConns {
         self.queue.push_back((until, *key));
         self.compact();
         true
+    }
+
+    /// Removes and returns every remembered connection whose key satisfies
+    /// `pick` (forgetting those whose time is over at `now` first), for
+    /// another worker's [`ClosedConns::adopt`].
+    pub(crate) fn take_where(
+        &mut self,
+        now: Timestamp,
+        mut pick: impl FnMut(&FlowKey) -> bool,
+    ) -> Vec<MovedClosed> {
+        self.expire(now);
+        let mut out = Vec::new();
+        self.by_key.retain(|key, c| {
+            if pick(key) {
+                out.push(MovedClosed {
+                    key: *key,
+                    closed: *c,
+                });
+                false
+            } else {
+                true
+            }
+        });
+        if !out.is_empty() {
+            let map = &self.by_key;
+            self.queue
+                .retain(|(until, key)| map.get(key).is_some_and(|c| c.until == *until));
+        }
+        out
+    }
+
+    /// Remembers connections another worker remembered
+    /// ([`ClosedConns::take_where`]) until their own deadlines, keeping the
+    /// queue in deadline order. A key already remembered here keeps the
+    /// later deadline's entry.
+    pub(crate) fn adopt(&mut self, moved: Vec<MovedClosed>) {
+        for MovedClosed { key, closed } in moved {
+            if self
+                .by_key
+                .get(&key)
+                .is_some_and(|c| c.until >= closed.until)
+            {
+                continue;
+            }
+            self.by_key.insert(key, closed);
+            let at = self
+                .queue
+                .partition_point(|&(until, _)| until <= closed.until);
+            self.queue.insert(at, (closed.until, key));
+        }
+        self.compact();
     }
 
     /// Connections remembered.

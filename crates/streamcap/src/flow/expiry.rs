@@ -67,6 +67,16 @@ impl<H: Handler> Worker<H> {
         }
     }
 
+    /// The inactivity timeout of `list`.
+    pub(crate) fn timeout_of(&self, list: ListId) -> u64 {
+        match list {
+            ListId::Tcp => self.cfg.tcp_timeout,
+            ListId::Udp => self.cfg.udp_timeout,
+            ListId::Other => self.cfg.other_timeout,
+            ListId::Closing => self.cfg.close_linger,
+        }
+    }
+
     /// Lowers `next_check` to the deadline of a flow of `list` queued now.
     pub(crate) fn note_deadline(&mut self, list: ListId) {
         let timeout = match list {

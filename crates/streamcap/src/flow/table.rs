@@ -232,6 +232,33 @@ impl<T> FlowTable<T> {
         idx
     }
 
+    /// The expiry class of a flow.
+    pub fn list_of(&self, idx: u32) -> Option<ListId> {
+        if !self.slab.contains(idx as usize) {
+            return None;
+        }
+        const CLASSES: [ListId; LISTS] = [ListId::Tcp, ListId::Udp, ListId::Other, ListId::Closing];
+        let link = self.links.get(idx as usize)?;
+        CLASSES.get(usize::from(link.list)).copied()
+    }
+
+    /// Forgets that slot order is insertion order: flows were inserted that
+    /// were created elsewhere (moved in from another table), so
+    /// [`slots_in_insertion_order`](Self::slots_in_insertion_order) must not
+    /// be taken for their creation order any more.
+    pub fn forget_insertion_order(&mut self) {
+        self.removed_any = true;
+    }
+
+    /// Slots of every flow whose key satisfies `pick`, in slot order.
+    pub fn slots_where(&self, mut pick: impl FnMut(&FlowKey) -> bool) -> Vec<u32> {
+        self.slab
+            .iter()
+            .filter(|(_, e)| pick(&e.key))
+            .map(|(i, _)| i as u32)
+            .collect()
+    }
+
     /// Removes a flow, returning its key and value.
     pub fn remove(&mut self, idx: u32) -> Option<(FlowKey, T)> {
         let key = self.slab.get(idx as usize)?.key;
