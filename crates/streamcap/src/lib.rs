@@ -77,6 +77,7 @@ pub mod deliver;
 pub mod dispatch;
 mod fast_path;
 pub mod filter;
+pub mod forward;
 pub mod flow;
 pub mod handoff;
 pub mod huge_pages;
