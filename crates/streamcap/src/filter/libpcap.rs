@@ -41,8 +41,7 @@ type CompileFn =
 type FreecodeFn = unsafe extern "C" fn(*mut BpfProgram);
 type CloseFn = unsafe extern "C" fn(*mut c_void);
 type GeterrFn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
-type OfflineFilterFn =
-    unsafe extern "C" fn(*const BpfProgram, *const PktHdr, *const u8) -> c_int;
+type OfflineFilterFn = unsafe extern "C" fn(*const BpfProgram, *const PktHdr, *const u8) -> c_int;
 
 /// `struct pcap_pkthdr`.
 #[repr(C)]
@@ -197,7 +196,12 @@ impl Libpcap {
     /// (`pcap_offline_filter`), the frame's wire length being `wire_len`:
     /// the program's return value (0 rejects). The reference the other
     /// interpreters of cBPF are tested against.
-    pub fn offline_filter(&self, program: &[Insn], frame: &[u8], wire_len: u32) -> Result<u32, String> {
+    pub fn offline_filter(
+        &self,
+        program: &[Insn],
+        frame: &[u8],
+        wire_len: u32,
+    ) -> Result<u32, String> {
         // SAFETY: the type matches the prototype in <pcap/pcap.h>
         // (pcap_offline_filter(const struct bpf_program *, const struct
         // pcap_pkthdr *, const u_char *) -> int); the library stays loaded
@@ -218,7 +222,8 @@ impl Libpcap {
             })
             .collect();
         let prog = BpfProgram {
-            bf_len: c_uint::try_from(raw.len()).map_err(|_| "the program is too long".to_string())?,
+            bf_len: c_uint::try_from(raw.len())
+                .map_err(|_| "the program is too long".to_string())?,
             bf_insns: raw.as_mut_ptr(),
         };
         let hdr = PktHdr {

@@ -14,7 +14,9 @@
 
 use super::ForwardCounts;
 use crate::filter::bpf::{Insn, Program};
-use crate::source::{AfPacket, Injector, LiveConfig, LiveError, LiveErrorKind, RawPacket};
+use crate::source::{
+    AfPacket, Injector, LiveConfig, LiveError, LiveErrorKind, RawPacket, RingConfig,
+};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -75,19 +77,25 @@ impl AfPacketForwarder {
         output: &str,
         filter: Option<Vec<Insn>>,
     ) -> Result<AfPacketForwarder, LiveError> {
-        let filter = filter
-            .map(Program::new)
-            .transpose()
-            .map_err(|e| {
-                LiveError::other(
-                    input,
-                    "checking the filter",
-                    LiveErrorKind::InvalidConfig,
-                    e.to_string(),
-                )
-            })?;
+        let filter = filter.map(Program::new).transpose().map_err(|e| {
+            LiveError::other(
+                input,
+                "checking the filter",
+                LiveErrorKind::InvalidConfig,
+                e.to_string(),
+            )
+        })?;
         let mut cfg = LiveConfig::new(input);
         cfg.promiscuous = true;
+        // Blocks handed over after 1 ms at the latest (not the capture
+        // default of 10 ms): a forwarder's latency at low rates is the
+        // block timeout. 128 blocks of 256 KiB keep the 32 MiB ring.
+        cfg.ring = RingConfig {
+            block_size: 256 << 10,
+            block_count: 128,
+            block_timeout_ms: 1,
+            ..RingConfig::default()
+        };
         cfg.filter = Some(vec![
             Insn::new(LD_W_ABS, 0, 0, LD_PKTTYPE),
             Insn::new(JEQ_K, 0, 1, PACKET_OUTGOING),

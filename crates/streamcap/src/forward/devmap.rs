@@ -64,8 +64,7 @@ impl DevmapForwarder {
             message,
         };
         let index = |iface: &str| {
-            crate::source::afpacket::interface_index(iface)
-                .map_err(|e| fail(iface, e.to_string()))
+            crate::source::afpacket::interface_index(iface).map_err(|e| fail(iface, e.to_string()))
         };
         let in_index = index(input)?;
         let out_index = index(output)?;
@@ -133,7 +132,10 @@ impl DevmapForwarder {
                 .collect();
             return Err(fail(
                 input,
-                format!("attaching the forwarding program failed ({})", detail.join("; ")),
+                format!(
+                    "attaching the forwarding program failed ({})",
+                    detail.join("; ")
+                ),
             ));
         };
         Ok(DevmapForwarder {

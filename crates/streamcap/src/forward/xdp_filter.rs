@@ -41,7 +41,11 @@ pub(crate) fn load(interface: &str, filter: &[Insn]) -> Result<libbpf_rs::Object
     };
     // "Accept everything": a program of one `ret #262144`.
     let accept = [Insn::new(0x06, 0, 0, 262_144)];
-    let filter = if filter.is_empty() { &accept[..] } else { filter };
+    let filter = if filter.is_empty() {
+        &accept[..]
+    } else {
+        filter
+    };
     if filter.len() > MAX_INSNS {
         return Err(fail(format!(
             "the filter has {} instructions, more than the {MAX_INSNS} the program holds",
@@ -224,7 +228,11 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{expr:?}: {e}"));
             let object = match load("(test)", &insns) {
                 Ok(o) => o,
-                Err(e) => return crate::skip(format!("the forwarding program cannot be loaded here ({e})")),
+                Err(e) => {
+                    return crate::skip(format!(
+                        "the forwarding program cannot be loaded here ({e})"
+                    ))
+                }
             };
             let prog = object
                 .progs_mut()
@@ -256,7 +264,11 @@ mod tests {
                 accepted += u64::from(want);
             }
             let c = counts(&object);
-            assert_eq!(c.filtered_out + c.send_errors, frames.len() as u64, "{expr:?}");
+            assert_eq!(
+                c.filtered_out + c.send_errors,
+                frames.len() as u64,
+                "{expr:?}"
+            );
             assert_eq!(c.forwarded, 0);
         }
         assert!(accepted > 0 && accepted < checked);
@@ -341,13 +353,20 @@ mod tests {
         for insns in programs {
             let object = match load("(test)", &insns) {
                 Ok(o) => o,
-                Err(e) => return crate::skip(format!("the forwarding program cannot be loaded here ({e})")),
+                Err(e) => {
+                    return crate::skip(format!(
+                        "the forwarding program cannot be loaded here ({e})"
+                    ))
+                }
             };
             let prog = object
                 .progs_mut()
                 .find(|p| p.name() == PROGRAM)
                 .expect("the forward program");
-            let want = pcap.offline_filter(&insns, &frame, n).expect("pcap_offline_filter") != 0;
+            let want = pcap
+                .offline_filter(&insns, &frame, n)
+                .expect("pcap_offline_filter")
+                != 0;
             let input = libbpf_rs::ProgramInput {
                 data_in: Some(&frame),
                 ..Default::default()
@@ -361,7 +380,10 @@ mod tests {
     fn too_long_and_invalid_filters_are_refused() {
         let long = vec![Insn::new(0x06, 0, 0, 1); MAX_INSNS + 1];
         let e = load("eth9", &long).expect_err("too long");
-        assert!(e.to_string().contains("eth9") && e.message.contains("4096"), "{e}");
+        assert!(
+            e.to_string().contains("eth9") && e.message.contains("4096"),
+            "{e}"
+        );
         // A jump past the end.
         let bad = vec![Insn::new(0x05, 0, 0, 7), Insn::new(0x06, 0, 0, 1)];
         let e = load("eth9", &bad).expect_err("invalid");

@@ -159,11 +159,7 @@ impl Injector {
     /// for up to 200 ms (as [`Injector::send`]), a frame longer than the
     /// MTU allows is skipped ([`LiveErrorKind::FrameTooLong`]), any other
     /// error skips the frame it happened on.
-    pub fn send_batch(
-        &mut self,
-        arena: &[u8],
-        frames: &[std::ops::Range<usize>],
-    ) -> BatchOutcome {
+    pub fn send_batch(&mut self, arena: &[u8], frames: &[std::ops::Range<usize>]) -> BatchOutcome {
         let mut out = BatchOutcome::default();
         let mut at = 0;
         let mut waited = Duration::ZERO;
@@ -531,7 +527,8 @@ fn send_frames(fd: &OwnedFd, frames: &[&[u8]]) -> io::Result<usize> {
     // one iovec of `iov` that describes a live `&[u8]` of `frames`; all of
     // them outlive the call, and sendmmsg only reads the frames (it writes
     // `msg_len` in the headers, which are ours and mutable).
-    let rc = unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), count, libc::MSG_DONTWAIT) };
+    let rc =
+        unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), count, libc::MSG_DONTWAIT) };
     usize::try_from(rc).map_err(|_| io::Error::last_os_error())
 }
 
