@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The XDP tests: builds the command line with the `xdp` feature (the
-# flow-drop program is compiled with clang against libbpf-dev's headers and
-# loaded with libbpf) and runs crates/streamcap-cli/tests/xdp.rs, which
-# captures replays on a veth pair inside a network namespace of its own
-# with and without `--xdp` (docs/xdp.md) and needs root.
+# flow-drop and forwarding programs are compiled with clang against
+# libbpf-dev's headers and loaded with libbpf) and runs
+# crates/streamcap-cli/tests/xdp.rs, which captures replays on a veth pair
+# inside a network namespace of its own with and without `--xdp`
+# (docs/xdp.md), and crates/streamcap-cli/tests/forward.rs, which forwards
+# replays between namespaces with `forward --via devmap` and `af_packet`
+# (docs/forward.md); both need root. The library's forward tests check the
+# XDP cBPF interpreter against libpcap on the corpus.
 #
 #   scripts/test-xdp.sh [TEST ARGS...]        e.g. -- --nocapture
 #
@@ -29,4 +33,6 @@ if [ "$(id -u)" -ne 0 ] && [ "${STREAMCAP_XDP_REQUIRED:-0}" = 1 ]; then
   exit 1
 fi
 cargo test -p streamcap --features xdp --lib subzero
+cargo test -p streamcap --features xdp --lib forward
 cargo test -p streamcap-cli --features xdp --test xdp "$@"
+cargo test -p streamcap-cli --features xdp --test forward "$@"

@@ -315,7 +315,7 @@ static long step(__u32 index, void *data)
     return finish(vm, 0);
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int forward(struct xdp_md *ctx)
 {
     __u32 zero = 0;

@@ -100,6 +100,8 @@ pub(crate) struct Plan {
     /// libpcap's program for Ethernet frames; empty without a filter.
     pub filter: Vec<streamcap::filter::bpf::Insn>,
     pub count: Option<u64>,
+    /// `--xdp-mode` (read by the devmap path, built with the `xdp` feature).
+    #[cfg_attr(not(feature = "xdp"), allow(dead_code))]
     pub xdp_mode: String,
     pub send: String,
 }

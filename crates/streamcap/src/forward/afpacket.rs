@@ -35,8 +35,13 @@ const POLL: Duration = Duration::from_millis(50);
 
 /// How the accepted frames of a block are sent.
 ///
-/// Measured on a veth pair (64-byte frames from `tcpreplay --topspeed`,
-/// 2 shared cores, both ends in one machine): see docs/forward.md.
+/// Batched is the cheaper: on veth pairs (bench/forward.sh, 100,000 frames
+/// of the campus trace from `tcpreplay --topspeed`, filter `tcp or udp`,
+/// a debug build on 2 cores shared with other builds) the forwarder used
+/// 0.18 to 0.19 CPU seconds for the 93,853 frames it forwarded batched
+/// (about 2.0 µs a frame, copy into the batch included) and 0.23 to 0.24
+/// one send per frame (about 2.5 µs). A `PACKET_TX_RING` would save the
+/// copy into the batch but not the kernel's copy into a new skb.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum SendMode {
     /// Copied into a buffer, then all sent with `sendmmsg(2)` when the
