@@ -520,6 +520,49 @@ mod devmap {
         );
     }
 
+    /// Without NAPI at the receiver's veth the redirected frames are lost
+    /// after the redirect; the summary is followed by a line that says so.
+    #[test]
+    fn devmap_says_when_out_lost_frames() {
+        let Some(t) = Topology::new("lost") else {
+            return;
+        };
+        let (fwd, err) = Running::start(
+            Topology::exec(
+                &t.forwarder,
+                &[
+                    BIN, "forward", "-i", "fin", "--to", "fout", "--via", "devmap", "tcp",
+                ],
+            ),
+            "forwarding from",
+        );
+        let o = Topology::exec(
+            &t.sender,
+            &[
+                BIN,
+                "replay",
+                "-r",
+                sample().to_str().unwrap_or_default(),
+                "-i",
+                "fs",
+                "--pps",
+                "20000",
+            ],
+        )
+        .output()
+        .expect("replay");
+        assert!(o.status.success());
+        std::thread::sleep(Duration::from_millis(300));
+        let out = fwd.interrupt();
+        let summary = err.join().unwrap_or_default();
+        assert!(out.status.success(), "{summary}");
+        assert_eq!(number_after(&summary, "forwarded "), 421, "{summary}");
+        assert!(
+            summary.contains("fout: sent 0 packets, fewer than the 421 redirected"),
+            "{summary}"
+        );
+    }
+
     /// The program comes off IN when forward ends.
     #[test]
     fn the_program_comes_off_at_the_end() {

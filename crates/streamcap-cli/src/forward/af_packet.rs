@@ -51,7 +51,9 @@ pub(crate) fn run(plan: &Plan, stop: &AtomicBool) -> Result<Outcome, Failed> {
     Ok(Outcome {
         counts: fwd.counts(),
         detail: detail.to_string(),
-        last_error: fwd.last_send_error().map(|e| e.to_string()),
+        last_error: fwd
+            .last_send_error()
+            .map(|e| format!("last send error: {e}")),
         elapsed,
     })
 }

@@ -45,10 +45,23 @@ pub(crate) fn run(plan: &Plan, stop: &AtomicBool) -> Result<Outcome, Failed> {
         std::thread::sleep(POLL);
     }
     let elapsed = super::since(start);
+    // Frames are sent when the devmap's queue is flushed, at the end of
+    // the driver's poll: a moment for the last ones.
+    std::thread::sleep(POLL);
+    let counts = fwd.counts();
+    let last_error = match fwd.out_tx_packets() {
+        Some(sent) if sent < counts.forwarded => Some(format!(
+            "{}: sent {sent} packets, fewer than the {} redirected to it: the rest were lost \
+             after the redirect (a veth's peer needs an XDP program or GRO to take redirected \
+             frames: docs/forward.md)",
+            plan.output, counts.forwarded
+        )),
+        _ => None,
+    };
     Ok(Outcome {
-        counts: fwd.counts(),
+        counts,
         detail,
-        last_error: None,
+        last_error,
         elapsed,
     })
 }

@@ -111,7 +111,7 @@ pub(crate) struct Outcome {
     pub counts: ForwardCounts,
     /// How the path ran, for the summary (e.g. "XDP native mode").
     pub detail: String,
-    /// The last send error, if any.
+    /// The last send error, or a warning about lost frames, if any.
     pub last_error: Option<String>,
     /// Wall time from the first frame's chance to the stop.
     pub elapsed: Duration,
@@ -206,7 +206,7 @@ pub(crate) fn run(a: ForwardArgs) -> ExitCode {
         c.send_errors,
     );
     if let Some(e) = out.last_error {
-        eprintln!("streamcap: last send error: {e}");
+        eprintln!("streamcap: {e}");
     }
     ExitCode::SUCCESS
 }

@@ -9,11 +9,14 @@
 //! when the last descriptor to it closes: when [`DevmapForwarder`] is
 //! dropped, and when the process dies, however it dies.
 //!
-//! On a veth outgoing interface, redirected frames are delivered only if
-//! the veth's peer has NAPI running: an XDP program on the peer, or GRO
-//! enabled on it (`ethtool -K PEER gro on`); otherwise the kernel drops
-//! them and counts them in the outgoing interface's `tx_dropped`, which
-//! [`DevmapForwarder::counts`] reports as send errors.
+//! A redirected frame is transmitted when the kernel flushes the devmap's
+//! queue, after the program has counted it; a failure there is counted by
+//! the drivers, not by the program. On a veth outgoing interface, frames
+//! are delivered only if the veth's peer has NAPI running (an XDP program
+//! on the peer, or GRO enabled on it: `ethtool -K PEER gro on`); otherwise
+//! veth drops them and counts them in the *incoming* veth's
+//! `rx_queue_N_drops` (`ethtool -S`). [`DevmapForwarder::out_tx_packets`]
+//! gives the outgoing interface's own count to compare with.
 
 use super::{interface_counter, xdp_filter, ForwardCounts};
 use crate::filter::bpf::Insn;
@@ -31,8 +34,8 @@ pub struct DevmapForwarder {
     _link: OwnedFd,
     mode: XdpMode,
     output: String,
-    /// The outgoing interface's `tx_dropped` when the program was attached.
-    tx_dropped_start: Option<u64>,
+    /// The outgoing interface's `tx_packets` when the program was attached.
+    tx_start: Option<u64>,
 }
 
 impl std::fmt::Debug for DevmapForwarder {
@@ -143,7 +146,7 @@ impl DevmapForwarder {
             _link: link,
             mode,
             output: output.to_string(),
-            tx_dropped_start: interface_counter(output, "tx_dropped"),
+            tx_start: interface_counter(output, "tx_packets"),
         })
     }
 
@@ -152,20 +155,21 @@ impl DevmapForwarder {
         self.mode
     }
 
-    /// What was forwarded so far, from the program's per-CPU counters.
-    /// `send_errors` adds the redirects the devmap refused and the growth
-    /// of the outgoing interface's `tx_dropped` counter since the program
-    /// was attached (frames the outgoing driver could not take; on an
-    /// interface that also sends other traffic, its drops are in it too).
+    /// What was forwarded so far, from the program's per-CPU counters:
+    /// `forwarded` counts the frames handed to the devmap, `send_errors`
+    /// the redirects it refused (no outgoing interface).
     pub fn counts(&self) -> ForwardCounts {
-        let mut c = xdp_filter::counts(&self.object);
-        if let (Some(start), Some(now)) = (
-            self.tx_dropped_start,
-            interface_counter(&self.output, "tx_dropped"),
-        ) {
-            c.send_errors += now.saturating_sub(start);
-        }
-        c
+        xdp_filter::counts(&self.object)
+    }
+
+    /// How many packets the outgoing interface has sent since the program
+    /// was attached (its `tx_packets` counter, which also counts any other
+    /// traffic it sends), if the kernel says. Fewer than
+    /// [`ForwardCounts::forwarded`] means frames were lost after the
+    /// redirect (see the module documentation).
+    pub fn out_tx_packets(&self) -> Option<u64> {
+        let now = interface_counter(&self.output, "tx_packets")?;
+        Some(now.saturating_sub(self.tx_start?))
     }
 }
 
