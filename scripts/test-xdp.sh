@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The XDP tests: builds the command line with the `xdp` feature (the
-# flow-drop program is compiled with clang against libbpf-dev's headers and
-# loaded with libbpf) and runs crates/streamcap-cli/tests/xdp.rs, which
-# captures replays on a veth pair inside a network namespace of its own
-# with and without `--xdp` (docs/xdp.md) and with `--source af_xdp`
-# (docs/capture.md), and needs root.
+# flow-drop and forwarding programs are compiled with clang against
+# libbpf-dev's headers and loaded with libbpf) and runs the library's XDP
+# and AF_XDP tests, crates/streamcap-cli/tests/xdp.rs, which captures
+# replays on a veth pair inside a network namespace of its own with and
+# without `--xdp` (docs/xdp.md) and with `--source af_xdp`
+# (docs/capture.md), and crates/streamcap-cli/tests/forward.rs, which
+# forwards replays between namespaces (docs/forward.md); they need root.
+# The library's forward tests check the XDP cBPF interpreter against
+# libpcap on the corpus.
 #
 #   scripts/test-xdp.sh [TEST ARGS...]        e.g. -- --nocapture
 #
@@ -30,6 +34,7 @@ if [ "$(id -u)" -ne 0 ] && [ "${STREAMCAP_XDP_REQUIRED:-0}" = 1 ]; then
   echo "test-xdp: the XDP tests need root (a veth pair, a BPF program)" >&2
   exit 1
 fi
-cargo test -p streamcap --features xdp --lib -- subzero af_xdp
+cargo test -p streamcap --features xdp --lib -- subzero af_xdp forward
 cargo test -p streamcap --features xdp --test af_xdp
 cargo test -p streamcap-cli --features xdp --test xdp "$@"
+cargo test -p streamcap-cli --features xdp --test forward "$@"

@@ -1,12 +1,14 @@
-//! With the `xdp` feature, compiles the XDP flow-drop program
-//! (`bpf/flow_drop.bpf.c`) for the `bpf` target with clang; without it,
-//! does nothing (the default build needs neither clang nor libbpf).
+//! With the `xdp` feature, compiles the XDP programs (`bpf/flow_drop.bpf.c`,
+//! the flow-drop stage, and `bpf/forward.bpf.c`, the devmap forwarder) for
+//! the `bpf` target with clang; without it, does nothing (the default build
+//! needs neither clang nor libbpf).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=bpf/flow_drop.bpf.c");
+    println!("cargo:rerun-if-changed=bpf/forward.bpf.c");
     println!("cargo:rerun-if-env-changed=CLANG");
     if std::env::var_os("CARGO_FEATURE_XDP").is_none() {
         return;
@@ -22,21 +24,25 @@ fn main() {
         "riscv64" => "riscv64-linux-gnu",
         other => other,
     };
-    let status = Command::new(&clang)
-        .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
-        .arg(format!("-I/usr/include/{multiarch}"))
-        .args(["-c", "bpf/flow_drop.bpf.c", "-o"])
-        .arg(out.join("flow_drop.bpf.o"))
-        .status();
-    match status {
-        Ok(s) if s.success() => {}
-        Ok(s) => panic!(
-            "the xdp feature: {clang} could not compile bpf/flow_drop.bpf.c ({s}); \
-             it needs libbpf-dev (bpf/bpf_helpers.h) and linux-libc-dev"
-        ),
-        Err(e) => panic!(
-            "the xdp feature needs clang to compile the XDP program ({clang}: {e}); \
-             install clang and libbpf-dev (apt-get install clang libbpf-dev)"
-        ),
+    for name in ["flow_drop", "forward"] {
+        let status = Command::new(&clang)
+            .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
+            .arg(format!("-I/usr/include/{multiarch}"))
+            .arg("-c")
+            .arg(format!("bpf/{name}.bpf.c"))
+            .arg("-o")
+            .arg(out.join(format!("{name}.bpf.o")))
+            .status();
+        match status {
+            Ok(s) if s.success() => {}
+            Ok(s) => panic!(
+                "the xdp feature: {clang} could not compile bpf/{name}.bpf.c ({s}); \
+                 it needs libbpf-dev (bpf/bpf_helpers.h) and linux-libc-dev"
+            ),
+            Err(e) => panic!(
+                "the xdp feature needs clang to compile the XDP programs ({clang}: {e}); \
+                 install clang and libbpf-dev (apt-get install clang libbpf-dev)"
+            ),
+        }
     }
 }

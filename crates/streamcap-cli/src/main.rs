@@ -4,6 +4,7 @@
 mod apps;
 mod args;
 mod community_id;
+mod forward;
 mod handler;
 mod ipfix;
 mod kafka;
@@ -152,6 +153,14 @@ enum Cmd {
     Run(with::RunArgs),
     /// Send the frames of a capture out of an interface, optionally at a fixed rate.
     Replay(replay::ReplayArgs),
+    /// Forward the frames of one interface that pass a filter to another.
+    ///
+    /// `--via af_packet` (the default) captures on IN with a TPACKET_V3 ring,
+    /// runs the filter on each frame and sends the accepted ones on OUT with
+    /// sendmmsg(2); `--via devmap` runs the filter in an XDP program on IN and
+    /// redirects the accepted frames through a devmap to OUT without a copy.
+    /// Frames the filter rejects are dropped and counted (docs/forward.md).
+    Forward(forward::ForwardArgs),
     /// Print the manual page (roff) of streamcap, or of one subcommand.
     ///
     /// `streamcap man > streamcap.1 && man ./streamcap.1`; `streamcap man
@@ -526,6 +535,7 @@ fn dispatch(cmd: Cmd) -> ExitCode {
         Cmd::Man { page } => man(page.as_deref()),
         Cmd::Demo { out } => demo(out),
         Cmd::Replay(a) => replay::run(a),
+        Cmd::Forward(a) => forward::run(a),
         Cmd::Nids(a) => nids::run(a),
         Cmd::Http(a) => with::http(a),
         Cmd::Run(a) => with::run(a),

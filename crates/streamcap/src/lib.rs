@@ -78,6 +78,7 @@ pub mod dispatch;
 mod fast_path;
 pub mod filter;
 pub mod flow;
+pub mod forward;
 pub mod handoff;
 pub mod huge_pages;
 pub mod reassembly;

@@ -41,6 +41,15 @@ type CompileFn =
 type FreecodeFn = unsafe extern "C" fn(*mut BpfProgram);
 type CloseFn = unsafe extern "C" fn(*mut c_void);
 type GeterrFn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+type OfflineFilterFn = unsafe extern "C" fn(*const BpfProgram, *const PktHdr, *const u8) -> c_int;
+
+/// `struct pcap_pkthdr`.
+#[repr(C)]
+struct PktHdr {
+    ts: libc::timeval,
+    caplen: u32,
+    len: u32,
+}
 
 /// `pcap_compile` is not reentrant in older libpcap versions.
 static COMPILE_LOCK: Mutex<()> = Mutex::new(());
@@ -179,6 +188,57 @@ impl Libpcap {
         // nothing borrowed from it (the error text) is used afterwards.
         unsafe { close(handle) };
         result
+    }
+}
+
+impl Libpcap {
+    /// Runs `program` on `frame` with libpcap's own interpreter
+    /// (`pcap_offline_filter`), the frame's wire length being `wire_len`:
+    /// the program's return value (0 rejects). The reference the other
+    /// interpreters of cBPF are tested against.
+    pub fn offline_filter(
+        &self,
+        program: &[Insn],
+        frame: &[u8],
+        wire_len: u32,
+    ) -> Result<u32, String> {
+        // SAFETY: the type matches the prototype in <pcap/pcap.h>
+        // (pcap_offline_filter(const struct bpf_program *, const struct
+        // pcap_pkthdr *, const u_char *) -> int); the library stays loaded
+        // (`self.lib`) during the call.
+        let filter = unsafe {
+            *self
+                .lib
+                .get::<OfflineFilterFn>(b"pcap_offline_filter\0")
+                .map_err(|e| e.to_string())?
+        };
+        let mut raw: Vec<RawInsn> = program
+            .iter()
+            .map(|i| RawInsn {
+                code: i.code,
+                jt: i.jt,
+                jf: i.jf,
+                k: i.k,
+            })
+            .collect();
+        let prog = BpfProgram {
+            bf_len: c_uint::try_from(raw.len())
+                .map_err(|_| "the program is too long".to_string())?,
+            bf_insns: raw.as_mut_ptr(),
+        };
+        let hdr = PktHdr {
+            ts: libc::timeval {
+                tv_sec: 0,
+                tv_usec: 0,
+            },
+            caplen: u32::try_from(frame.len()).map_err(|_| "the frame is too long".to_string())?,
+            len: wire_len,
+        };
+        // SAFETY: `prog` points at `bf_len` initialised repr(C) bpf_insn
+        // structs in `raw`, `hdr` is a valid pcap_pkthdr whose caplen is the
+        // length of `frame`; all outlive the call, which only reads them.
+        let r = unsafe { filter(&prog, &hdr, frame.as_ptr()) };
+        Ok(r as u32)
     }
 }
 

@@ -131,6 +131,99 @@ impl Injector {
     }
 }
 
+/// Most frames [`Injector::send_batch`] hands to one `sendmmsg(2)` call
+/// (the kernel's `UIO_MAXIOV`).
+pub const MAX_BATCH: usize = 1024;
+
+/// What [`Injector::send_batch`] did with each frame of a batch.
+#[derive(Debug, Default)]
+pub struct BatchOutcome {
+    /// Frames sent.
+    pub sent: usize,
+    /// Bytes sent (sum of the sent frames' lengths).
+    pub bytes: u64,
+    /// Frames not sent (too long for the interface, or the queue stayed
+    /// full for 200 ms).
+    pub failed: usize,
+    /// The error of the last frame not sent, if any.
+    pub last_error: Option<LiveError>,
+}
+
+impl Injector {
+    /// Sends the frames `arena[r]` for each range `r` of `frames`, in
+    /// order, with as few `sendmmsg(2)` calls as the kernel allows (at most
+    /// [`MAX_BATCH`] frames each).
+    ///
+    /// A frame the kernel refuses is counted in [`BatchOutcome::failed`]
+    /// and the rest of the batch still goes out: a full queue is retried
+    /// for up to 200 ms (as [`Injector::send`]), a frame longer than the
+    /// MTU allows is skipped ([`LiveErrorKind::FrameTooLong`]), any other
+    /// error skips the frame it happened on.
+    pub fn send_batch(&mut self, arena: &[u8], frames: &[std::ops::Range<usize>]) -> BatchOutcome {
+        let mut out = BatchOutcome::default();
+        let mut at = 0;
+        let mut waited = Duration::ZERO;
+        let mut backoff = Duration::from_micros(20);
+        while at < frames.len() {
+            let end = frames.len().min(at + MAX_BATCH);
+            let Some(chunk) = frames[at..end]
+                .iter()
+                .map(|r| arena.get(r.clone()))
+                .collect::<Option<Vec<&[u8]>>>()
+            else {
+                // A range outside the arena: a caller's bug, reported as a
+                // failed frame rather than a panic.
+                out.failed += 1;
+                out.last_error = Some(LiveError::other(
+                    &self.interface,
+                    "sending a batch",
+                    LiveErrorKind::Os,
+                    "a frame's range lies outside the buffer",
+                ));
+                at += 1;
+                continue;
+            };
+            match send_frames(&self.fd, &chunk) {
+                Ok(n) if n > 0 => {
+                    out.sent += n;
+                    out.bytes += chunk[..n].iter().map(|f| f.len() as u64).sum::<u64>();
+                    at += n;
+                    waited = Duration::ZERO;
+                    backoff = Duration::from_micros(20);
+                }
+                Ok(_) => at += 1,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(e.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN))
+                        && waited < SEND_RETRY_LIMIT =>
+                {
+                    std::thread::sleep(backoff);
+                    waited += backoff;
+                    backoff = (backoff * 2).min(Duration::from_millis(10));
+                }
+                Err(e) => {
+                    // The first frame of the chunk failed: skip it.
+                    let kind = if e.raw_os_error() == Some(libc::EMSGSIZE) {
+                        LiveErrorKind::FrameTooLong
+                    } else {
+                        LiveErrorKind::Os
+                    };
+                    out.failed += 1;
+                    out.last_error = Some(LiveError::other(
+                        &self.interface,
+                        "sending a frame",
+                        kind,
+                        format!("a frame of {} bytes: {e}", chunk[0].len()),
+                    ));
+                    at += 1;
+                    waited = Duration::ZERO;
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Whether an Ethernet frame carries an 802.1Q or 802.1ad tag.
 fn is_vlan_tagged(frame: &[u8]) -> bool {
     matches!(frame.get(12..14), Some([0x81, 0x00]) | Some([0x88, 0xa8]))
@@ -402,6 +495,40 @@ fn send_frame(fd: &OwnedFd, frame: &[u8]) -> io::Result<usize> {
             libc::MSG_DONTWAIT,
         )
     };
+    usize::try_from(rc).map_err(|_| io::Error::last_os_error())
+}
+
+/// sendmmsg(2) of `frames` on the bound socket (at most [`MAX_BATCH`]);
+/// the number of frames sent. An error means the first frame failed.
+fn send_frames(fd: &OwnedFd, frames: &[&[u8]]) -> io::Result<usize> {
+    let mut iov: Vec<libc::iovec> = frames
+        .iter()
+        .map(|f| libc::iovec {
+            iov_base: f.as_ptr().cast_mut().cast::<c_void>(),
+            iov_len: f.len(),
+        })
+        .collect();
+    let mut msgs: Vec<libc::mmsghdr> = iov
+        .iter_mut()
+        .map(|v| {
+            // SAFETY: `msghdr` is plain data (integers and pointers); all
+            // zero is a valid value (no name, no control data).
+            let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+            hdr.msg_iov = v;
+            hdr.msg_iovlen = 1;
+            libc::mmsghdr {
+                msg_hdr: hdr,
+                msg_len: 0,
+            }
+        })
+        .collect();
+    let count = u32::try_from(msgs.len().min(MAX_BATCH)).unwrap_or(0);
+    // SAFETY: `msgs` holds `count` initialised headers, each pointing at
+    // one iovec of `iov` that describes a live `&[u8]` of `frames`; all of
+    // them outlive the call, and sendmmsg only reads the frames (it writes
+    // `msg_len` in the headers, which are ours and mutable).
+    let rc =
+        unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), count, libc::MSG_DONTWAIT) };
     usize::try_from(rc).map_err(|_| io::Error::last_os_error())
 }
 

@@ -32,7 +32,10 @@ pub use afpacket::{
 pub use error::{SourceError, SourceErrorKind};
 pub use file::FileSource;
 #[cfg(target_os = "linux")]
-pub use inject::{replay, replay_with, Injector, ReplayError, ReplayOptions, ReplayReport};
+pub use inject::{
+    replay, replay_with, BatchOutcome, Injector, ReplayError, ReplayOptions, ReplayReport,
+    MAX_BATCH,
+};
 
 use crate::time::Timestamp;
 

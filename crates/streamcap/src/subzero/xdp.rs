@@ -45,9 +45,9 @@ const REQUEST_COUNTS: usize = 48;
 const OWNER_SLOT: u32 = 1;
 
 /// `XDP_FLAGS_SKB_MODE`: the generic hook, after the kernel built an skb.
-const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+pub(crate) const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
 /// `XDP_FLAGS_DRV_MODE`: the driver's own hook, before any allocation.
-const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+pub(crate) const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 
 /// Where the program may be attached.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -554,7 +554,7 @@ fn monotonic_to_wall(ns: u64) -> Timestamp {
 
 /// Attaches program `prog_fd` to interface `ifindex` through a BPF link
 /// with XDP `flags`; the link's descriptor detaches it when closed.
-fn link_xdp(prog_fd: i32, ifindex: i32, flags: u32) -> std::io::Result<OwnedFd> {
+pub(crate) fn link_xdp(prog_fd: i32, ifindex: i32, flags: u32) -> std::io::Result<OwnedFd> {
     let opts = libbpf_sys::bpf_link_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
         flags,
