@@ -42,13 +42,15 @@ fn a_missing_interface_is_named() {
 #[cfg(not(feature = "xdp"))]
 #[test]
 fn a_build_without_xdp_refuses_devmap() {
-    let o = run(&["forward", "-i", "lo", "--to", "x", "--via", "devmap"]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("built without XDP") && err.contains("--features xdp"),
-        "{err}"
-    );
+    for via in ["devmap", "af_xdp"] {
+        let o = run(&["forward", "-i", "lo", "--to", "x", "--via", via]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("built without XDP") && err.contains("--features xdp"),
+            "{via}: {err}"
+        );
+    }
 }
 
 /// Three namespaces: sender `fs` <-> `fin` forwarder `fout` <-> `fr`
@@ -518,6 +520,19 @@ mod devmap {
             &["--via", "devmap", "--xdp-mode", "generic"],
             "ip6 or vlan",
         );
+    }
+
+    /// The AF_XDP path delivers exactly the frames that pass each filter,
+    /// sent from the pool's frames by a socket sharing its memory.
+    #[test]
+    fn af_xdp_forwards_exactly_what_passes_the_filter() {
+        let Some(t) = Topology::new("xsk") else {
+            return;
+        };
+        let dir = tempdir("forward-xsk");
+        for filter in FILTERS {
+            forwards_exactly(&t, &dir, &sample(), &["--via", "af_xdp"], filter);
+        }
     }
 
     /// Without NAPI at the receiver's veth the redirected frames are lost

@@ -8,6 +8,7 @@
 //! module.
 
 mod af_packet;
+mod af_xdp;
 mod devmap;
 
 use crate::run::usage;
@@ -29,6 +30,7 @@ Examples:
   sudo streamcap forward -i eth1 --to eth2                     everything, through AF_PACKET sockets
   sudo streamcap forward -i eth1 --to eth2 not port 22        all but SSH
   sudo streamcap forward -i eth1 --to eth2 --via devmap tcp   in XDP (build with --features xdp)
+  sudo streamcap forward -i eth1 --to eth2 --via af_xdp tcp   from an AF_XDP pool (build with --features xdp)
   sudo streamcap forward -i veth0 --to veth1 --duration 10 -c 1000000
 
 The summary (forwarded packets and bytes, filtered out, send errors,
@@ -47,6 +49,12 @@ pub(crate) enum Via {
     /// pass through a devmap to OUT, without a copy (build with
     /// `--features xdp`).
     Devmap,
+    /// An AF_XDP socket on IN whose memory is a pool of chunks and a
+    /// send-only socket on OUT sharing it: frames that pass the filter (in
+    /// user space) leave from the frames they arrived in; the kernel
+    /// copies them only in copy mode (build with `--features xdp`).
+    #[value(name = "af_xdp")]
+    AfXdp,
 }
 
 impl Via {
@@ -54,6 +62,7 @@ impl Via {
         match self {
             Via::AfPacket => "af_packet",
             Via::Devmap => "devmap",
+            Via::AfXdp => "af_xdp",
         }
     }
 }
@@ -79,7 +88,7 @@ pub(crate) struct ForwardArgs {
     /// The forwarding path.
     #[arg(long, value_enum, default_value = "af_packet")]
     pub via: Via,
-    /// --via devmap: where the XDP program runs: auto (the driver's own
+    /// --via devmap, af_xdp: where the XDP program runs: auto (the driver's own
     /// hook where it has one, else the generic hook), native or generic.
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub xdp_mode: String,
@@ -173,6 +182,7 @@ pub(crate) fn run(a: ForwardArgs) -> ExitCode {
     let result = match a.via {
         Via::AfPacket => af_packet::run(&plan, &stop),
         Via::Devmap => devmap::run(&plan, &stop),
+        Via::AfXdp => af_xdp::run(&plan, &stop),
     };
     let cpu = streamcap::forward::process_cpu_seconds() - cpu_start;
     let out = match result {
