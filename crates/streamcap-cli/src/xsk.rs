@@ -14,7 +14,7 @@ pub(crate) enum AnySocket {
     Packet(AfPacket),
     /// `--source af_xdp`.
     #[cfg(feature = "xdp")]
-    Xdp(streamcap::source::af_xdp::AfXdp),
+    Xdp(Box<streamcap::source::af_xdp::AfXdp>),
 }
 
 impl LiveSocket for AnySocket {
@@ -34,7 +34,7 @@ impl LiveSocket for AnySocket {
         match self {
             AnySocket::Packet(s) => s.stats(),
             #[cfg(feature = "xdp")]
-            AnySocket::Xdp(s) => LiveSocket::stats(s),
+            AnySocket::Xdp(s) => LiveSocket::stats(s.as_mut()),
         }
     }
 
@@ -140,7 +140,7 @@ pub(crate) fn open(
         mode: socket.mode().to_string(),
         pool,
     };
-    Ok((AnySocket::Xdp(socket), info))
+    Ok((AnySocket::Xdp(Box::new(socket)), info))
 }
 
 /// Without the `xdp` feature there is no AF_XDP source.
