@@ -184,9 +184,9 @@ pub(crate) fn run<A: RunApp>(
         #[cfg(not(feature = "xdp"))]
         let program = None;
         match crate::xsk::open(&c, &iface, snaplen, program) {
-            Ok((socket, info)) => {
+            Ok((sockets, info)) => {
                 xsk_info = Some(info);
-                vec![socket]
+                sockets
             }
             Err(e) => {
                 eprintln!("streamcap: {e}");
@@ -220,9 +220,19 @@ pub(crate) fn run<A: RunApp>(
             format!(", XDP flow drop in {} mode{shared}", o.mode)
         });
         let via = xsk_info.as_ref().map_or(String::new(), |x| {
+            let queues = if x.queues > 1 {
+                format!(
+                    "queues {}-{}, offload {}",
+                    x.queue,
+                    x.queue + x.queues - 1,
+                    x.offload
+                )
+            } else {
+                format!("queue {}", x.queue)
+            };
             format!(
-                ", AF_XDP queue {} in {} mode, pool of {} chunks of {} frames",
-                x.queue, x.mode, x.pool.chunks, x.pool.frames_per_chunk
+                ", AF_XDP {queues} in {} mode, pool of {} chunks of {} frames",
+                x.mode, x.pool.chunks, x.pool.frames_per_chunk
             )
         });
         eprintln!(
@@ -230,30 +240,45 @@ pub(crate) fn run<A: RunApp>(
             if workers == 1 { "" } else { "s" }
         );
     }
-    /// The live run: each worker reads its own socket.
+    /// The live run: each worker reads its own socket; AF_XDP sockets of
+    /// several queues run as a buddy group.
     struct LiveRun<'a> {
         capture: &'a streamcap::Capture,
         sockets: Vec<AnySocket>,
         par: &'a Parallel,
+        group: Option<crate::xsk::GroupPlan<'a>>,
     }
     impl RunStage<std::convert::Infallible> for LiveRun<'_> {
         fn run<H: CliStage>(
             self,
             parts: &WorkerParts<H>,
         ) -> Result<ParallelReport<H, run::Hooks>, std::convert::Infallible> {
+            if let Some(group) = self.group {
+                return Ok(group.run(self.capture, self.sockets, self.par, parts));
+            }
             Ok(self
                 .capture
                 .run_live_on(self.sockets, self.par, |i| parts.take(i)))
         }
     }
+    let group_stats = std::sync::Mutex::new(None);
+    let group = xsk_info
+        .as_ref()
+        .filter(|x| x.queues > 1)
+        .map(|x| crate::xsk::GroupPlan::new(&c, x, &group_stats));
     let live_run = LiveRun {
         capture: &capture,
         sockets,
         par: &par,
+        group,
     };
     // Live, the analysis runs on threads of its own unless asked otherwise:
     // a slow analysis must not make the kernel drop packets at random.
-    let analysis = c.analysis_threads.unwrap_or(1);
+    // A buddy group that moves connections runs the analysis inline: the
+    // decoupled stage keeps per-stream state on threads of its own, which
+    // would not move with them (the pools absorb a slow stretch instead).
+    let moves = af_xdp && workers > 1 && c.offload == "flows";
+    let analysis = c.analysis_threads.unwrap_or(if moves { 0 } else { 1 });
     // No progress bar.
     let stages = run::Stages {
         filters,
@@ -274,7 +299,14 @@ pub(crate) fn run<A: RunApp>(
         return code;
     }
     let kernel = total_kernel_stats(report.kernel.iter());
-    let xsk = xsk_info.zip(report.xsk.first().copied());
+    let xsk = xsk_info.map(|info| {
+        let mut all = streamcap::source::af_xdp::XskStats::default();
+        for x in &report.xsk {
+            all.merge(x);
+        }
+        let group = group_stats.lock().ok().and_then(|g| *g);
+        (info, all, group)
+    });
     // The program comes off when the last handle to it (this one and the
     // capture's) is dropped, at the end of this function.
     let xdp_outcome = xdp.map(|x| x.outcome());

@@ -480,9 +480,22 @@ struct Common {
     /// build with `--features xdp`.
     #[arg(long, value_enum, value_name = "SOURCE", default_value = "af-packet")]
     source: live::SourceKind,
-    /// Live, --source af_xdp: the receive queue to bind (one worker).
+    /// Live, --source af_xdp: the first receive queue to bind; --workers N
+    /// binds queues Q to Q+N-1, one worker each.
     #[arg(long, value_name = "Q", default_value_t = 0)]
     queue: u32,
+    /// Live, --source af_xdp with several workers: flows (every packet goes
+    /// to the worker that owns its flow-hash bucket, whatever queue it came
+    /// in on, and a worker whose backlog is above --offload-threshold moves
+    /// its busiest buckets, with their connections, to the least loaded
+    /// one) or off (each worker processes its own queue: connections stay
+    /// whole only with a symmetric RSS key).
+    #[arg(long, value_name = "MODE", default_value = "flows")]
+    offload: String,
+    /// Live, --source af_xdp, --offload flows: the backlog, in packets,
+    /// above which a worker moves buckets. [default: a quarter of a pool]
+    #[arg(long, value_name = "PACKETS")]
+    offload_threshold: Option<u64>,
     /// Live, --source af_xdp: R, the pool's chunks.
     #[arg(long, value_name = "R", default_value_t = 256)]
     pool_chunks: u32,

@@ -363,7 +363,7 @@ impl Outputs {
 /// records ([`Outputs`]) or alerts (`crate::nids`).
 pub(crate) trait RunApp {
     /// The handler each worker (or analysis thread) runs.
-    type H: Finish;
+    type H: Finish<State: Send>;
     /// Whether the job reads stream bytes (the default cutoff is then
     /// unlimited rather than 0).
     fn wants_bytes(&self) -> bool;
@@ -547,7 +547,11 @@ pub(crate) struct Outcome {
     /// The XDP stage's counters, when `--xdp` was in use.
     pub xdp: Option<crate::xdp::XdpOutcome>,
     /// The AF_XDP socket and its pool, with `--source af_xdp`.
-    pub xsk: Option<(crate::xsk::XskInfo, streamcap::source::af_xdp::XskStats)>,
+    pub xsk: Option<(
+        crate::xsk::XskInfo,
+        streamcap::source::af_xdp::XskStats,
+        Option<crate::xsk::GroupStats>,
+    )>,
     pub wall: f64,
 }
 
@@ -1007,8 +1011,11 @@ pub(crate) fn summary(source: &str, o: &Outcome, par: &Parallel, app: &impl RunA
             "  kernel       {received} passed the kernel filter, {dropped} dropped by the kernel (ring full), {freezes} queue freezes"
         );
     }
-    if let Some((info, x)) = &o.xsk {
+    if let Some((info, x, group)) = &o.xsk {
         let _ = writeln!(e, "  af_xdp       {}", crate::xsk::summary_line(info, x));
+        if let Some(g) = group {
+            let _ = writeln!(e, "  offload      {}", crate::xsk::group_line(g));
+        }
     }
     if let Some(x) = &o.xdp {
         let _ = writeln!(

@@ -72,12 +72,12 @@ pub(crate) trait Finish: Handler + Send + 'static {
 
 /// A worker's handler as the CLI runs it: an app inline, or the analysis
 /// stage running it.
-pub(crate) trait CliStage: Handler + Send + 'static {
+pub(crate) trait CliStage: Handler<State: Send> + Send + 'static {
     /// Finishes the handlers; what they leave for the summary.
     fn finish_stage(&mut self) -> StageEnd;
 }
 
-impl<H: Finish> CliStage for H {
+impl<H: Finish<State: Send>> CliStage for H {
     fn finish_stage(&mut self) -> StageEnd {
         self.finish_app()
     }

@@ -98,7 +98,7 @@ pub fn value(source: &str, o: &Outcome, base_threshold: f64) -> Value {
         },
         "ring": ring,
         "kernel": kernel,
-        "af_xdp": o.xsk.as_ref().map(|(info, x)| crate::xsk::stats_json(info, x)),
+        "af_xdp": o.xsk.as_ref().map(|(info, x, g)| crate::xsk::stats_json(info, x, g.as_ref())),
         "xdp": xdp,
         "wire_bytes": s.wire_bytes,
         "flows": {

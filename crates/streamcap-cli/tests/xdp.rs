@@ -16,11 +16,15 @@ use common::*;
 #[test]
 fn af_xdp_refuses_what_does_not_apply() {
     for (args, want) in [
-        (&["--workers", "2"][..], "one process per queue"),
         (&["--ring-size", "64MiB"][..], "its pool"),
         (&["--group", "7"][..], "fan-out groups"),
         (&["--pool-chunks", "0"][..], "at least one chunk"),
         (&["--frame-size", "3000"][..], "2048 or 4096"),
+        (&["--offload", "packets"][..], "splits connections"),
+        (
+            &["--workers", "2", "--analysis-threads", "1"][..],
+            "--analysis-threads 0",
+        ),
     ] {
         let mut a = vec!["flows", "-i", "lo", "--source", "af_xdp"];
         a.extend_from_slice(args);
@@ -260,6 +264,140 @@ mod live {
                 );
             }
         }
+    }
+
+    /// Two AF_XDP queues as a buddy group: every packet of the replay
+    /// comes in on queue 0 (the sender is pinned to one CPU, and a veth
+    /// picks the queue by the sending CPU), and with `--offload flows`
+    /// half the connections' buckets belong to the second worker from the
+    /// start, and a threshold of one packet makes the busy worker move
+    /// buckets with their connections while the replay runs. The records
+    /// and stream digests equal one AF_PACKET worker's.
+    #[test]
+    fn af_xdp_queues_share_the_work_and_keep_the_records() {
+        let Some(ns) = Netns::new("xsk-group") else {
+            return;
+        };
+        let n = ns.name.clone();
+        for args in [
+            &[
+                "-n",
+                &n,
+                "link",
+                "add",
+                "sqa",
+                "numtxqueues",
+                "2",
+                "numrxqueues",
+                "2",
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "sqb",
+                "numtxqueues",
+                "2",
+                "numrxqueues",
+                "2",
+            ][..],
+            &["-n", &n, "link", "set", "sqa", "up"],
+            &["-n", &n, "link", "set", "sqb", "up"],
+        ] {
+            let o = Command::new("ip").args(args).output().expect("ip");
+            assert!(
+                o.status.success(),
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        if !common::have("taskset", "--version") {
+            common::skip("taskset (util-linux) is not installed");
+            return;
+        }
+        let pcap = temp_capture(
+            "xsk-group",
+            Some(CampusConfig {
+                seed: 35,
+                packets: 8_000,
+                concurrency: 150,
+                vlan: 0.1,
+                ipv6: 0.1,
+                fragment: 0.02,
+                ..CampusConfig::default()
+            }),
+        );
+        let run = |args: &[&str], tag: &str| {
+            let dir = common::tempdir(&format!("xsk-group-{tag}"));
+            let sj = dir.join("stats.json");
+            let mut a = vec![
+                "flows",
+                "--digest",
+                "--stats-json",
+                sj.to_str().unwrap_or_default(),
+            ];
+            a.extend_from_slice(args);
+            let c = ns.capture_on(&a, "sqb");
+            let o = ns
+                .exec(&[
+                    "taskset",
+                    "-c",
+                    "0",
+                    BIN,
+                    "replay",
+                    "-r",
+                    pcap.to_str().unwrap_or_default(),
+                    "-i",
+                    "sqa",
+                    "--pps",
+                    "20000",
+                ])
+                .output()
+                .expect("replay");
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let (out, summary) = c.interrupt();
+            assert_eq!(out.status.code(), Some(0), "{tag}: {summary}");
+            (by_connection(&out.stdout), stats(&sj), summary)
+        };
+        let (plain, _, _) = run(&[], "packet");
+        let group = [
+            "--source",
+            "af_xdp",
+            "--workers",
+            "2",
+            "--pool-chunks",
+            "64",
+            "--chunk-frames",
+            "64",
+        ];
+        let mut moved = 0;
+        for (tag, extra) in [
+            ("flows", &[][..]),
+            ("moves", &["--offload-threshold", "1"][..]),
+        ] {
+            let mut args = group.to_vec();
+            args.extend_from_slice(extra);
+            let (got, s, summary) = run(&args, tag);
+            let x = &s["af_xdp"];
+            assert_eq!(x["queues"], 2, "{tag}: {x}");
+            assert_eq!(x["received"], 8000, "{tag}: {summary}");
+            assert_eq!(s["packets"]["read"], 8000, "{tag}: {summary}");
+            assert!(
+                !summary.contains("evicted 1") && summary.contains("evicted 0"),
+                "{tag}: {summary}"
+            );
+            assert!(
+                x["offload_packets_handed"].as_u64().unwrap_or(0) > 0,
+                "{tag}: {x}"
+            );
+            moved += x["offload_moves"].as_u64().unwrap_or(0);
+            assert!(summary.contains("  offload      "), "{tag}: {summary}");
+            let w = &s["workers"];
+            assert_eq!(plain.len(), got.len(), "{tag}: record count: {summary}");
+            for (k, r) in &plain {
+                assert_eq!(Some(r), got.get(k), "{tag}: {k}: {w}");
+            }
+        }
+        assert!(moved > 0, "no bucket moved with a threshold of one packet");
     }
 
     /// A pcap of one TCP connection whose client sends `sends` small

@@ -6,6 +6,9 @@
 //! - [`fanout`]: which worker owns a packet when several workers read the
 //!   same file (in-process fan-out: flow hash or port locality).
 //! - [`live`]: live capture with one kernel fan-out socket per worker.
+//! - `buddies` (with the `xdp` feature): live capture from several AF_XDP
+//!   queues as a buddy group: work moves from a busy worker to an idle one
+//!   (whole chunks, or flow-hash buckets with their connections).
 //! - [`locality`]: locality buffering in the worker: each batch of its
 //!   input processed grouped by the lower of each packet's two ports.
 //! - [`analysis`]: the decoupled analysis stage: the application's
@@ -22,6 +25,8 @@
 
 pub mod analysis;
 mod batch;
+#[cfg(all(target_os = "linux", feature = "xdp"))]
+pub mod buddies;
 pub mod fanout;
 #[cfg(target_os = "linux")]
 pub mod live;

@@ -207,16 +207,20 @@ impl Chunk {
 
     /// The packets, in the order they were received.
     pub fn packets(&self) -> impl Iterator<Item = RawPacket<'_>> {
-        self.descs.iter().enumerate().filter_map(|(i, d)| {
-            let data = self.umem.frame(d)?;
-            Some(RawPacket {
-                ts: self.ts,
-                link: LinkType::ETHERNET,
-                data: &data[..data.len().min(self.snaplen as usize)],
-                orig_len: d.len,
-                record: self.first_record + i as u64,
-                interface: 0,
-            })
+        (0..self.descs.len()).filter_map(|i| self.packet(i))
+    }
+
+    /// Packet `i` (0-based), if there is one.
+    pub fn packet(&self, i: usize) -> Option<RawPacket<'_>> {
+        let d = self.descs.get(i)?;
+        let data = self.umem.frame(d)?;
+        Some(RawPacket {
+            ts: self.ts,
+            link: LinkType::ETHERNET,
+            data: &data[..data.len().min(self.snaplen as usize)],
+            orig_len: d.len,
+            record: self.first_record + i as u64,
+            interface: 0,
         })
     }
 }

@@ -34,4 +34,27 @@ impl XskStats {
     pub fn drops(&self) -> u64 {
         self.fill_ring_empty + self.pool_exhausted + self.rx_ring_full + self.rx_dropped
     }
+
+    /// The counters of several sockets together: sums, and the fewest
+    /// free chunks of any pool.
+    pub fn merge(&mut self, o: &XskStats) {
+        self.received += o.received;
+        self.fill_ring_empty += o.fill_ring_empty;
+        self.pool_exhausted += o.pool_exhausted;
+        self.rx_ring_full += o.rx_ring_full;
+        self.rx_dropped += o.rx_dropped;
+        self.rx_invalid += o.rx_invalid;
+        self.held_frames += o.held_frames;
+        let p = &mut self.pool;
+        p.min_free = if p.chunks == 0 {
+            o.pool.min_free
+        } else {
+            p.min_free.min(o.pool.min_free)
+        };
+        p.chunks += o.pool.chunks;
+        p.free += o.pool.free;
+        p.attached += o.pool.attached;
+        p.recycled += o.pool.recycled;
+        p.exhausted += o.pool.exhausted;
+    }
 }
