@@ -345,7 +345,7 @@ fn xdp_point(_o: &Opts, _burst: u64) -> Result<Point, String> {
 }
 
 /// Runs `f` on a thread that entered network namespace `name`.
-fn in_namespace<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, String> {
+pub(crate) fn in_namespace<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, String> {
     let path = format!("/run/netns/{name}");
     std::thread::scope(|s| {
         s.spawn(move || {

@@ -32,6 +32,8 @@
 //! streamcap-bench pcap-plot --json FILE --png PREFIX
 //! streamcap-bench bursts [--bursts N,N,...] [--cost-ns NS] [--size BYTES] [--pool R,M]
 //!                        [--ring BYTES] [--rounds N] [--receivers NAME,...] [--json FILE] [--png FILE]
+//! streamcap-bench imbalance [--rate PPS] [--seconds S] [--flows N] [--cost-ns NS] [--pool R,M]
+//!                           [--rounds N] [--json FILE] [--png FILE]
 //! ```
 //!
 //! `bench/run.sh` drives it; `bench/pcap-locality.sh` draws its charts
@@ -45,6 +47,7 @@ mod conns;
 mod gen;
 mod host;
 mod idle;
+mod imbalance;
 mod live;
 mod nic_path;
 mod nids;
@@ -205,7 +208,14 @@ usage:
       a consumer that spends NS per packet (default 4000); loss per burst
       size for AF_PACKET with streamcap's ring, AF_PACKET with a ring as
       large as the AF_XDP pool, AF_XDP with the pool (default 256 x 256
-      frames) and tcpdump -w /dev/null; median of --rounds (3)";
+      frames) and tcpdump -w /dev/null; median of --rounds (3)
+  streamcap-bench imbalance [--rate PPS] [--seconds S] [--flows N] [--cost-ns NS]
+                            [--pool R,M] [--rounds N] [--json FILE] [--png FILE]
+      (root, --features xdp) WireCAP's imbalance experiment: N hot UDP flows
+      (64) at PPS (60000) for S seconds (3), all arriving on queue 0 of a
+      two-queue veth; two AF_XDP workers spending NS per packet (20000) as a
+      buddy group with offload off, packets and flows: loss, throughput,
+      each worker's share, moves; median of --rounds (3)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -223,6 +233,7 @@ fn main() -> ExitCode {
         Some("apps") => apps::cmd_apps(&args[1..]),
         Some("pcap-plot") => pcap_plot::cmd_pcap_plot(&args[1..]),
         Some("bursts") => bursts::cmd_bursts(&args[1..]),
+        Some("imbalance") => imbalance::cmd_imbalance(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
