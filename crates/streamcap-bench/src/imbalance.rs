@@ -24,11 +24,9 @@ use crate::plot::{self, Series};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use streamcap::dispatch::workers::pin_current_thread;
-use streamcap::source::Injector;
+use std::time::Instant;
 
 /// Parsed options.
 struct Opts {
@@ -107,6 +105,7 @@ struct Row {
 }
 
 /// The frame of hot flow `i`: UDP, 512 bytes.
+#[cfg_attr(not(feature = "xdp"), allow(dead_code))]
 fn frame(i: u16) -> Vec<u8> {
     let mut f = vec![0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1, 0x08, 0x00];
     let ip_len: u16 = 512 - 14;
@@ -122,6 +121,7 @@ fn frame(i: u16) -> Vec<u8> {
 }
 
 /// Hooks that spend the fixed cost on each packet and count it.
+#[cfg_attr(not(feature = "xdp"), allow(dead_code))]
 struct Cost {
     ns: u64,
     done: Arc<AtomicU64>,
@@ -144,6 +144,7 @@ impl streamcap::capture::RunHooks for Cost {
 
 /// A handler that keeps nothing (the cost is in the hooks).
 #[derive(Default)]
+#[cfg_attr(not(feature = "xdp"), allow(dead_code))]
 struct Nothing;
 
 impl streamcap::Handler for Nothing {
@@ -153,9 +154,13 @@ impl streamcap::Handler for Nothing {
 /// Runs one mode inside the namespace.
 #[cfg(feature = "xdp")]
 fn run_mode(o: &Opts, mode: streamcap::dispatch::buddies::Offload) -> Result<Row, String> {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
     use streamcap::dispatch::buddies::BuddyConfig;
+    use streamcap::dispatch::workers::pin_current_thread;
     use streamcap::dispatch::workers::Parallel;
     use streamcap::source::af_xdp::{AfXdp, AfXdpConfig, PoolConfig};
+    use streamcap::source::Injector;
     use streamcap::subzero::xdp::{AttachMode, XdpFlowDrop};
     let prog =
         Arc::new(XdpFlowDrop::attach("sqb", 1, AttachMode::Auto, None).map_err(|e| e.to_string())?);
