@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packets per second forwarded by `streamcap forward` on each path: the
 # plain AF_PACKET forwarder (sendmmsg per ring block, and one send per
-# frame), and the XDP devmap redirect in native and in generic mode
-# (docs/forward.md).
+# frame), the XDP devmap redirect in native and in generic mode, and the
+# AF_XDP pool with a send-only socket sharing it (docs/forward.md).
 #
 #   bench/forward.sh        (root: it makes network namespaces)
 #
@@ -25,7 +25,7 @@
 # --features xdp; default: cargo build --release -p streamcap-cli
 # --features xdp); FORWARD_PACKETS; FORWARD_FILTER (default "tcp or udp");
 # FORWARD_PATHS (default "af_packet af_packet:frame devmap:native
-# devmap:generic"); FORWARD_WORK (default /dev/shm/streamcap-forward-bench);
+# devmap:generic af_xdp"); FORWARD_WORK (default /dev/shm/streamcap-forward-bench);
 # FORWARD_NS (default scfwd); FORWARD_SENDER (tcpreplay or streamcap).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -44,7 +44,7 @@ done
 TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
 PACKETS="${FORWARD_PACKETS:-1000000}"
 FILTER="${FORWARD_FILTER:-tcp or udp}"
-PATHS="${FORWARD_PATHS:-af_packet af_packet:frame devmap:native devmap:generic}"
+PATHS="${FORWARD_PATHS:-af_packet af_packet:frame devmap:native devmap:generic af_xdp}"
 WORK="${FORWARD_WORK:-/dev/shm/streamcap-forward-bench}"
 NS="${FORWARD_NS:-scfwd}"
 SENDER="${FORWARD_SENDER:-tcpreplay}"

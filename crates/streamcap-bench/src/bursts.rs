@@ -274,9 +274,10 @@ fn tcpdump_point(ns_name: &str, o: &Opts, burst: u64) -> Result<Point, String> {
     let _ = pin_current_thread(0);
     let pps = blast(&mut tx, &f, burst)?;
     std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill(2) with a child's pid we own and SIGINT: tcpdump prints
-    // its counters and exits.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // SIGINT: tcpdump prints its counters and exits.
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
         use std::io::Read;

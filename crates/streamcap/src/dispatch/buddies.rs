@@ -128,6 +128,9 @@ impl BuddyStats {
     }
 }
 
+/// Messages from buddies taken per turn of a worker's loop.
+const INBOX_SHARE: usize = 4;
+
 /// No bucket: a packet of [`Offload::Off`] or [`Offload::Packets`], or an
 /// IP fragment (every worker gets it).
 const NO_BUCKET: u16 = u16::MAX;
@@ -366,12 +369,20 @@ where
         let mut live_error = None;
         while !stop.load(Ordering::Relaxed) && !self.halt {
             self.look_for_moves();
-            while let Ok(msg) = self.inbox.try_recv() {
-                self.handle(msg);
+            // A bounded share of what buddies sent, so that a long backlog
+            // does not keep this worker from its queue and its decisions.
+            for _ in 0..INBOX_SHARE {
+                match self.inbox.try_recv() {
+                    Ok(msg) => self.handle(msg),
+                    Err(_) => break,
+                }
             }
             // Short waits: messages from buddies are not seen while the
             // thread waits on its socket.
-            let wait = if self.shared.n > 1 {
+            let wait = if self.shared.inbound[self.me].load(Ordering::Relaxed) > 0 {
+                // Buddies' packets wait: only look at the queue.
+                Duration::ZERO
+            } else if self.shared.n > 1 {
                 Duration::from_millis(1)
             } else {
                 Duration::from_millis(100)

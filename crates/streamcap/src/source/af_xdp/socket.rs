@@ -341,7 +341,20 @@ impl AfXdp {
                 tx_size: cfg.tx_ring,
                 bind_flags: flags | XDP_USE_NEED_WAKEUP,
             };
-            match libxdp::create(lib, &params) {
+            // A socket closed just before on the same queue releases its
+            // hold on the queue a little later (the kernel frees it from a
+            // work queue): EBUSY is retried for up to a second.
+            let mut tries = 0;
+            let res = loop {
+                match libxdp::create(lib, &params) {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) && tries < 20 => {
+                        tries += 1;
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    other => break other,
+                }
+            };
+            match res {
                 Ok(h) => {
                     handles = Some(h);
                     break;
@@ -930,21 +943,30 @@ impl std::os::fd::AsRawFd for RawFdRef {
 }
 
 /// Tells the kernel to send what is on the TX ring (copy mode sends only
-/// from a system call).
+/// from a system call, at most 32 frames per call: it answers `EAGAIN`
+/// while more are left, so this calls again, up to `MAX_KICKS` times).
 fn kick(fd: i32) {
-    // SAFETY: a zero-length, non-blocking send on a socket descriptor we
-    // own; no buffer is passed. EAGAIN/EBUSY (the kernel is busy sending)
-    // are fine: the next kick or completion covers them.
-    unsafe {
-        libc::sendto(
-            fd,
-            std::ptr::null(),
-            0,
-            libc::MSG_DONTWAIT,
-            std::ptr::null(),
-            0,
-        )
-    };
+    /// Enough calls for a TX ring of 65,536 entries at 32 per call.
+    const MAX_KICKS: usize = 2048;
+    for _ in 0..MAX_KICKS {
+        // SAFETY: a zero-length, non-blocking send on a socket descriptor
+        // we own; no buffer is passed.
+        let rc = unsafe {
+            libc::sendto(
+                fd,
+                std::ptr::null(),
+                0,
+                libc::MSG_DONTWAIT,
+                std::ptr::null(),
+                0,
+            )
+        };
+        // EBUSY, ENOBUFS (the device is busy) and success end the round:
+        // the next kick or completion covers what is left.
+        if rc >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::EAGAIN) {
+            return;
+        }
+    }
 }
 
 /// Tells the kernel to look at the fill ring (`XDP_USE_NEED_WAKEUP`).
