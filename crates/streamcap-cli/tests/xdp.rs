@@ -120,18 +120,7 @@ mod live {
         let Some(ns) = Netns::new("xdp-same") else {
             return;
         };
-        let pcap = temp_capture(
-            "xdp-same",
-            Some(CampusConfig {
-                seed: 21,
-                packets: 12_000,
-                concurrency: 200,
-                vlan: 0.1,
-                ipv6: 0.1,
-                fragment: 0.02,
-                ..CampusConfig::default()
-            }),
-        );
+        let pcap = mixed_capture("xdp-same", 21, 12_000, 200);
         let one = capture(&ns, &pcap, &["--cutoff", "1KiB"], "plain");
         // Two workers: the kernel's fan-out defragments, so the sockets
         // count a fragmented datagram once.
@@ -159,10 +148,7 @@ mod live {
                 "native"
             };
             assert_eq!(s["xdp"]["mode"], want_mode, "{summary}");
-            assert_eq!(plain.len(), early.len(), "{tag}: record count");
-            for (k, r) in plain {
-                assert_eq!(Some(r), early.get(k), "{tag}: {k}");
-            }
+            assert_same_records(plain, &early, tag);
             let dropped = s["xdp"]["dropped_packets"].as_u64().unwrap_or(0);
             // Every packet the program dropped is in a record.
             assert_eq!(
@@ -202,18 +188,7 @@ mod live {
         let Some(ns) = Netns::new("xsk-same") else {
             return;
         };
-        let pcap = temp_capture(
-            "xsk-same",
-            Some(CampusConfig {
-                seed: 33,
-                packets: 8_000,
-                concurrency: 150,
-                vlan: 0.1,
-                ipv6: 0.1,
-                fragment: 0.02,
-                ..CampusConfig::default()
-            }),
-        );
+        let pcap = mixed_capture("xsk-same", 33, 8_000, 150);
         let xsk = [
             "--source",
             "af_xdp",
@@ -252,10 +227,7 @@ mod live {
                 assert_eq!(x[k], 0, "{tag}: {k}: {x}");
             }
             assert!(x["chunks_recycled"].as_u64().unwrap_or(0) > 0, "{tag}: {x}");
-            assert_eq!(plain.len(), got.len(), "{tag}: record count");
-            for (k, r) in &plain {
-                assert_eq!(Some(r), got.get(k), "{tag}: {k}");
-            }
+            assert_same_records(&plain, &got, tag);
             if tag == "cutoff-xdp" {
                 assert!(
                     s["xdp"]["dropped_packets"].as_u64().unwrap_or(0) > 0,
@@ -314,18 +286,7 @@ mod live {
             common::skip("taskset (util-linux) is not installed");
             return;
         }
-        let pcap = temp_capture(
-            "xsk-group",
-            Some(CampusConfig {
-                seed: 35,
-                packets: 8_000,
-                concurrency: 150,
-                vlan: 0.1,
-                ipv6: 0.1,
-                fragment: 0.02,
-                ..CampusConfig::default()
-            }),
-        );
+        let pcap = mixed_capture("xsk-group", 35, 8_000, 150);
         let run = |args: &[&str], tag: &str| {
             let dir = common::tempdir(&format!("xsk-group-{tag}"));
             let sj = dir.join("stats.json");
@@ -391,11 +352,7 @@ mod live {
             );
             moved += x["offload_moves"].as_u64().unwrap_or(0);
             assert!(summary.contains("  offload      "), "{tag}: {summary}");
-            let w = &s["workers"];
-            assert_eq!(plain.len(), got.len(), "{tag}: record count: {summary}");
-            for (k, r) in &plain {
-                assert_eq!(Some(r), got.get(k), "{tag}: {k}: {w}");
-            }
+            assert_same_records(&plain, &got, tag);
         }
         assert!(moved > 0, "no bucket moved with a threshold of one packet");
     }

@@ -218,6 +218,36 @@ pub(crate) fn temp_capture(name: &str, cfg: Option<CampusConfig>) -> PathBuf {
     p
 }
 
+/// A generated campus trace with every kind of frame the live tests
+/// compare: VLAN tags and IPv6 on a tenth of the connections each, and IP
+/// fragments.
+pub(crate) fn mixed_capture(name: &str, seed: u64, packets: u64, concurrency: usize) -> PathBuf {
+    temp_capture(
+        name,
+        Some(CampusConfig {
+            seed,
+            packets,
+            concurrency,
+            vlan: 0.1,
+            ipv6: 0.1,
+            fragment: 0.02,
+            ..CampusConfig::default()
+        }),
+    )
+}
+
+/// Asserts that two runs gave the same records, connection by connection.
+pub(crate) fn assert_same_records(
+    want: &BTreeMap<String, Value>,
+    got: &BTreeMap<String, Value>,
+    tag: &str,
+) {
+    assert_eq!(want.len(), got.len(), "{tag}: record count");
+    for (k, r) in want {
+        assert_eq!(Some(r), got.get(k), "{tag}: {k}");
+    }
+}
+
 /// Records by connection, without the capture times (live times differ).
 pub(crate) fn by_connection(stdout: &[u8]) -> BTreeMap<String, Value> {
     json_lines(stdout)
