@@ -32,6 +32,7 @@
 //! streamcap-bench pcap-plot --json FILE --png PREFIX
 //! streamcap-bench bursts [--bursts N,N,...] [--cost-ns NS] [--size BYTES] [--pool R,M]
 //!                        [--ring BYTES] [--rounds N] [--receivers NAME,...] [--json FILE] [--png FILE]
+//! streamcap-bench forward-plot --in FILE --png FILE
 //! streamcap-bench imbalance [--rate PPS] [--seconds S] [--flows N] [--cost-ns NS] [--pool R,M]
 //!                           [--rounds N] [--json FILE] [--png FILE]
 //! ```
@@ -44,6 +45,7 @@ mod attacks;
 mod bursts;
 mod capinfo;
 mod conns;
+mod forward_plot;
 mod gen;
 mod host;
 mod idle;
@@ -215,7 +217,10 @@ usage:
       (64) at PPS (60000) for S seconds (3), all arriving on queue 0 of a
       two-queue veth; two AF_XDP workers spending NS per packet (20000) as a
       buddy group with offload off, packets and flows: loss, throughput,
-      each worker's share, moves; median of --rounds (3)";
+      each worker's share, moves; median of --rounds (3)
+  streamcap-bench forward-plot --in FILE --png FILE
+      draws the table bench/forward.sh printed (FILE: its output) as a
+      chart of forwarded packets per second and CPU seconds per path";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -234,6 +239,7 @@ fn main() -> ExitCode {
         Some("pcap-plot") => pcap_plot::cmd_pcap_plot(&args[1..]),
         Some("bursts") => bursts::cmd_bursts(&args[1..]),
         Some("imbalance") => imbalance::cmd_imbalance(&args[1..]),
+        Some("forward-plot") => forward_plot::cmd_forward_plot(&args[1..]),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
