@@ -207,7 +207,7 @@ pub(crate) fn run<A: RunApp>(
     };
     outputs.begin(&failure);
     if !c.quiet {
-        let group = live.fanout.map_or(String::new(), |f| {
+        let group = live.fanout.filter(|_| !af_xdp).map_or(String::new(), |f| {
             format!(", fan-out group {} ({})", f.group, f.mode)
         });
         let xdp_mode = xdp.as_ref().map_or(String::new(), |x| {

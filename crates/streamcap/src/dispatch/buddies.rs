@@ -172,6 +172,10 @@ struct Shared {
     moving: Mutex<Option<Move>>,
     latest: Mutex<Option<Move>>,
     announced: AtomicU64,
+    /// Moves announced and not yet imported by their new owner: a new move
+    /// waits until it is 0, so that a worker waits for one hand-over at a
+    /// time.
+    unfinished: AtomicU64,
     last_move: Mutex<Instant>,
     /// Per worker: its backlog, and packets handed to it not processed yet.
     loads: Vec<AtomicU64>,
@@ -236,6 +240,7 @@ impl Capture {
             moving: Mutex::new(None),
             latest: Mutex::new(None),
             announced: AtomicU64::new(0),
+            unfinished: AtomicU64::new(0),
             last_move: Mutex::new(Instant::now()),
             loads: (0..n).map(|_| AtomicU64::new(0)).collect(),
             inbound: (0..n).map(|_| AtomicU64::new(0)).collect(),
@@ -504,6 +509,7 @@ where
             Msg::Handover { id, handover } => {
                 self.stats.flows_moved += handover.flows() as u64;
                 self.worker.import_handover(handover);
+                self.shared.unfinished.fetch_sub(1, Ordering::AcqRel);
                 if self.pending == Some(id) {
                     self.pending = None;
                     for m in std::mem::take(&mut self.held) {
@@ -662,7 +668,7 @@ where
             return;
         }
         let mut moving = s.moving.lock().unwrap_or_else(|e| e.into_inner());
-        if moving.is_some() {
+        if moving.is_some() || s.unfinished.load(Ordering::Acquire) > 0 {
             return;
         }
         {
@@ -706,6 +712,7 @@ where
             to,
             set,
         };
+        s.unfinished.store(1, Ordering::Release);
         *moving = Some(mv.clone());
         *s.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(mv);
         drop(moving);
