@@ -141,6 +141,9 @@ pub struct ChunkPool {
     free: Vec<u32>,
     /// Per chunk: frames given out and not back yet.
     out: Vec<u32>,
+    /// Per frame: given out and not back yet (one bit each), so that a
+    /// frame returned twice cannot free its chunk early.
+    frame_out: Vec<u64>,
     stats: PoolStats,
 }
 
@@ -153,6 +156,7 @@ impl ChunkPool {
             cfg,
             free: (0..chunks).rev().collect(),
             out: vec![0; chunks as usize],
+            frame_out: vec![0; cfg.frames().div_ceil(64) as usize],
             stats: PoolStats {
                 chunks,
                 free: chunks,
@@ -173,6 +177,10 @@ impl ChunkPool {
     pub fn attach(&mut self) -> Option<u32> {
         let chunk = self.free.pop()?;
         self.out[chunk as usize] = self.cfg.frames_per_chunk;
+        let first = u64::from(chunk) * u64::from(self.cfg.frames_per_chunk);
+        for f in first..first + u64::from(self.cfg.frames_per_chunk) {
+            self.frame_out[(f / 64) as usize] |= 1 << (f % 64);
+        }
         self.stats.attached += 1;
         self.stats.free = self.free.len() as u32;
         self.stats.min_free = self.stats.min_free.min(self.stats.free);
@@ -204,13 +212,16 @@ impl ChunkPool {
                 reason: "outside the pool",
             });
         };
-        let out = &mut self.out[chunk as usize];
-        if *out == 0 {
+        let frame = addr / u64::from(self.cfg.frame_size);
+        let (word, bit) = ((frame / 64) as usize, 1u64 << (frame % 64));
+        if self.frame_out[word] & bit == 0 {
             return Err(BadFrame {
                 addr,
-                reason: "its chunk has no frame out (recycled twice?)",
+                reason: "the frame is not out (recycled twice?)",
             });
         }
+        self.frame_out[word] &= !bit;
+        let out = &mut self.out[chunk as usize];
         *out -= 1;
         if *out > 0 {
             return Ok(false);
@@ -226,6 +237,10 @@ impl ChunkPool {
     pub fn unattach(&mut self, chunk: u32) {
         if let Some(out) = self.out.get_mut(chunk as usize) {
             *out = 0;
+            let first = u64::from(chunk) * u64::from(self.cfg.frames_per_chunk);
+            for f in first..first + u64::from(self.cfg.frames_per_chunk) {
+                self.frame_out[(f / 64) as usize] &= !(1 << (f % 64));
+            }
             self.free.push(chunk);
             self.stats.attached = self.stats.attached.saturating_sub(1);
             self.stats.free = self.free.len() as u32;
