@@ -328,6 +328,23 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_returned_twice_does_not_free_its_chunk_early() {
+        let mut pool = ChunkPool::new(small());
+        let c = pool.attach().expect("a free chunk");
+        let addrs: Vec<u64> = pool.frame_addrs(c).collect();
+        pool.recycle(addrs[0]).expect("once");
+        assert!(
+            pool.recycle(addrs[0] + 100).is_err(),
+            "the same frame again"
+        );
+        for &a in &addrs[1..3] {
+            assert_eq!(pool.recycle(a), Ok(false));
+        }
+        // Only the last frame frees the chunk.
+        assert_eq!(pool.recycle(addrs[3]), Ok(true));
+    }
+
+    #[test]
     fn shapes_are_checked_and_rings_hold_the_whole_pool() {
         assert!(PoolConfig::default().validate().is_ok());
         assert_eq!(PoolConfig::default().ring_size(), 65_536);
