@@ -6,6 +6,13 @@
 use super::{Failed, Outcome, Plan};
 use std::sync::atomic::AtomicBool;
 
+/// Fewer packets than this in a batch: wait [`BATCH_WAIT`] before the next.
+#[cfg(feature = "xdp")]
+const BATCH_FEW: usize = 64;
+/// How long packets may gather after a short batch.
+#[cfg(feature = "xdp")]
+const BATCH_WAIT: std::time::Duration = std::time::Duration::from_micros(500);
+
 /// Opens both sockets and forwards until stopped.
 #[cfg(feature = "xdp")]
 pub(crate) fn run(plan: &Plan, stop: &AtomicBool) -> Result<Outcome, Failed> {
@@ -57,6 +64,14 @@ pub(crate) fn run(plan: &Plan, stop: &AtomicBool) -> Result<Outcome, Failed> {
             passed += u64::from(keep);
             keep
         });
+        // A short batch: let packets gather for a moment instead of
+        // waking for every few of them (as the AF_PACKET ring's block
+        // timeout does, with 1 ms).
+        if let Ok(n) = res {
+            if n > 0 && n < BATCH_FEW {
+                std::thread::sleep(BATCH_WAIT);
+            }
+        }
         if let Err(e) = res {
             let f = socket.forward_stats();
             return Err(Failed {
