@@ -220,19 +220,12 @@ pub(crate) fn run<A: RunApp>(
             format!(", XDP flow drop in {} mode{shared}", o.mode)
         });
         let via = xsk_info.as_ref().map_or(String::new(), |x| {
-            let queues = if x.queues > 1 {
-                format!(
-                    "queues {}-{}, offload {}",
-                    x.queue,
-                    x.queue + x.queues - 1,
-                    x.offload
-                )
-            } else {
-                format!("queue {}", x.queue)
-            };
             format!(
-                ", AF_XDP {queues} in {} mode, pool of {} chunks of {} frames",
-                x.mode, x.pool.chunks, x.pool.frames_per_chunk
+                ", AF_XDP {} in {} mode, pool of {} chunks of {} frames",
+                crate::xsk::queues(x),
+                x.mode,
+                x.pool.chunks,
+                x.pool.frames_per_chunk
             )
         });
         eprintln!(

@@ -192,8 +192,8 @@ pub(crate) fn open(
     )
 }
 
-/// The queues as the summary names them.
-fn queues(info: &XskInfo) -> String {
+/// The queues as the first line and the summary name them.
+pub(crate) fn queues(info: &XskInfo) -> String {
     if info.queues > 1 {
         format!(
             "queues {}-{} (offload {})",

@@ -171,6 +171,27 @@ impl Umem {
     }
 }
 
+impl Umem {
+    /// The received packet of `desc` as a [`RawPacket`], cut at `snaplen`.
+    fn packet(
+        &self,
+        desc: &XdpDesc,
+        ts: Timestamp,
+        record: u64,
+        snaplen: u32,
+    ) -> Option<RawPacket<'_>> {
+        let data = self.frame(desc)?;
+        Some(RawPacket {
+            ts,
+            link: LinkType::ETHERNET,
+            data: &data[..data.len().min(snaplen as usize)],
+            orig_len: desc.len,
+            record,
+            interface: 0,
+        })
+    }
+}
+
 impl Drop for Umem {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping `map` made; the socket that
@@ -213,15 +234,8 @@ impl Chunk {
     /// Packet `i` (0-based), if there is one.
     pub fn packet(&self, i: usize) -> Option<RawPacket<'_>> {
         let d = self.descs.get(i)?;
-        let data = self.umem.frame(d)?;
-        Some(RawPacket {
-            ts: self.ts,
-            link: LinkType::ETHERNET,
-            data: &data[..data.len().min(self.snaplen as usize)],
-            orig_len: d.len,
-            record: self.first_record + i as u64,
-            interface: 0,
-        })
+        self.umem
+            .packet(d, self.ts, self.first_record + i as u64, self.snaplen)
     }
 }
 
@@ -458,17 +472,9 @@ impl AfXdp {
         }
         let ts = wall_clock();
         let first = self.delivered + 1;
-        let snap = self.snaplen as usize;
         for (i, d) in self.descs.iter().enumerate() {
-            if let Some(data) = self.umem.frame(d) {
-                f(&RawPacket {
-                    ts,
-                    link: LinkType::ETHERNET,
-                    data: &data[..data.len().min(snap)],
-                    orig_len: d.len,
-                    record: first + i as u64,
-                    interface: 0,
-                });
+            if let Some(p) = self.umem.packet(d, ts, first + i as u64, self.snaplen) {
+                f(&p);
             }
         }
         let n = self.descs.len();
@@ -620,20 +626,13 @@ impl AfXdp {
         }
         let ts = wall_clock();
         let first = self.delivered + 1;
-        let snap = self.snaplen as usize;
         let descs = std::mem::take(&mut self.descs);
         let mut pass = Vec::with_capacity(descs.len());
         for (i, d) in descs.iter().enumerate() {
-            let keep = self.umem.frame(d).is_some_and(|data| {
-                verdict(&RawPacket {
-                    ts,
-                    link: LinkType::ETHERNET,
-                    data: &data[..data.len().min(snap)],
-                    orig_len: d.len,
-                    record: first + i as u64,
-                    interface: 0,
-                })
-            });
+            let keep = self
+                .umem
+                .packet(d, ts, first + i as u64, self.snaplen)
+                .is_some_and(|p| verdict(&p));
             if keep {
                 pass.push(*d);
             } else {
