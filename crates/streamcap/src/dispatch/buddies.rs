@@ -167,9 +167,8 @@ struct Shared {
     /// The owners of the buckets, and its version.
     table: Mutex<IndirectionTable>,
     version: AtomicU64,
-    /// The move in progress (at most one); the latest announced, kept
-    /// after it completes; and its id.
-    moving: Mutex<Option<Move>>,
+    /// The latest move announced, kept after it completes (its lock is
+    /// held while a move is decided), and its id.
     latest: Mutex<Option<Move>>,
     announced: AtomicU64,
     /// Moves announced and not yet imported by their new owner: a new move
@@ -237,7 +236,6 @@ impl Capture {
             cfg: *cfg,
             table: Mutex::new(table.clone()),
             version: AtomicU64::new(table.version()),
-            moving: Mutex::new(None),
             latest: Mutex::new(None),
             announced: AtomicU64::new(0),
             unfinished: AtomicU64::new(0),
@@ -667,8 +665,8 @@ where
         if theirs * 2 >= mine {
             return;
         }
-        let mut moving = s.moving.lock().unwrap_or_else(|e| e.into_inner());
-        if moving.is_some() || s.unfinished.load(Ordering::Acquire) > 0 {
+        let mut latest = s.latest.lock().unwrap_or_else(|e| e.into_inner());
+        if s.unfinished.load(Ordering::Acquire) > 0 {
             return;
         }
         {
@@ -713,33 +711,31 @@ where
             set,
         };
         s.unfinished.store(1, Ordering::Release);
-        *moving = Some(mv.clone());
-        *s.latest.lock().unwrap_or_else(|e| e.into_inner()) = Some(mv);
-        drop(moving);
+        *latest = Some(mv);
+        drop(latest);
         self.my_move = Some(id);
         self.markers = 0;
         s.announced.store(id, Ordering::Release);
         // This thread routes by the new table from its next chunk on.
         self.seen = id;
         self.refresh_table();
-        if s.n == 1 {
-            self.complete_move();
-        }
     }
 
     /// Every other thread has sent its marker: exports the buckets and
     /// sends them to their new owner.
     fn complete_move(&mut self) {
         let s = self.shared;
-        let mv = s.moving.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(mv) = mv.filter(|m| m.from == self.me) else {
+        let Some(id) = self.my_move.take() else {
+            return;
+        };
+        let mv = s.latest.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let Some(mv) = mv.filter(|m| m.id == id) else {
             return;
         };
         let handover = self.worker.export_buckets(&mv.set);
         self.stats.moves += 1;
         self.stats.buckets_moved += mv.set.len() as u64;
         *s.last_move.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-        self.my_move = None;
         self.markers = 0;
         let _ = self.outs[mv.to].send(Msg::Handover {
             id: mv.id,

@@ -20,9 +20,7 @@
 
 use super::{interface_counter, xdp_filter, ForwardCounts};
 use crate::filter::bpf::Insn;
-use crate::subzero::xdp::{
-    link_xdp, AttachMode, XdpError, XdpMode, XDP_FLAGS_DRV_MODE, XDP_FLAGS_SKB_MODE,
-};
+use crate::subzero::xdp::{attach_in_mode, AttachMode, XdpError, XdpMode};
 use libbpf_rs::{MapCore, MapFlags};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
@@ -96,51 +94,16 @@ impl DevmapForwarder {
             .progs()
             .find(|p| p.name() == xdp_filter::PROGRAM)
             .ok_or_else(|| fail(input, "the object has no forward program".into()))?;
-        let tries: &[(u32, XdpMode)] = match mode {
-            AttachMode::Auto => &[
-                (XDP_FLAGS_DRV_MODE, XdpMode::Native),
-                (XDP_FLAGS_SKB_MODE, XdpMode::Generic),
-            ],
-            AttachMode::Native => &[(XDP_FLAGS_DRV_MODE, XdpMode::Native)],
-            AttachMode::Generic => &[(XDP_FLAGS_SKB_MODE, XdpMode::Generic)],
-        };
-        let prog_fd = prog.as_fd().as_raw_fd();
-        let mut errors = Vec::new();
-        let mut attached = None;
-        for &(flags, m) in tries {
-            match link_xdp(prog_fd, in_ifindex, flags) {
-                Ok(link) => {
-                    attached = Some((link, m));
-                    break;
-                }
-                Err(e) => errors.push((m, e)),
-            }
-        }
-        let Some((link, mode)) = attached else {
-            let detail: Vec<String> = errors
-                .iter()
-                .map(|(m, e)| {
-                    let why = match e.raw_os_error() {
-                        Some(libc::EBUSY) | Some(libc::EEXIST) => format!(
-                            "the interface already has an XDP program (`ip link set dev {input} xdp off` removes one left by another tool)"
-                        ),
-                        Some(libc::EPERM) | Some(libc::EACCES) => {
-                            "attaching XDP needs root (CAP_NET_ADMIN and CAP_BPF)".to_string()
-                        }
-                        Some(libc::EOPNOTSUPP) => "the driver has no XDP hook".to_string(),
-                        _ => e.to_string(),
-                    };
-                    format!("{m} mode: {why}")
-                })
-                .collect();
-            return Err(fail(
-                input,
-                format!(
-                    "attaching the forwarding program failed ({})",
-                    detail.join("; ")
-                ),
-            ));
-        };
+        let (link, mode) =
+            attach_in_mode(prog.as_fd().as_raw_fd(), in_ifindex, mode).map_err(|f| {
+                fail(
+                    input,
+                    format!(
+                        "attaching the forwarding program failed ({})",
+                        f.describe(input)
+                    ),
+                )
+            })?;
         Ok(DevmapForwarder {
             object,
             _link: link,

@@ -45,9 +45,9 @@ const REQUEST_COUNTS: usize = 48;
 const OWNER_SLOT: u32 = 1;
 
 /// `XDP_FLAGS_SKB_MODE`: the generic hook, after the kernel built an skb.
-pub(crate) const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
 /// `XDP_FLAGS_DRV_MODE`: the driver's own hook, before any allocation.
-pub(crate) const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 
 /// Where the program may be attached.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -187,58 +187,25 @@ impl XdpFlowDrop {
                 MapFlags::ANY,
             )
             .map_err(|e| fail(format!("tagging the program with its group: {e}")))?;
-        let tries: &[(u32, XdpMode)] = match mode {
-            AttachMode::Auto => &[
-                (XDP_FLAGS_DRV_MODE, XdpMode::Native),
-                (XDP_FLAGS_SKB_MODE, XdpMode::Generic),
-            ],
-            AttachMode::Native => &[(XDP_FLAGS_DRV_MODE, XdpMode::Native)],
-            AttachMode::Generic => &[(XDP_FLAGS_SKB_MODE, XdpMode::Generic)],
-        };
-        let prog_fd = prog.as_fd().as_raw_fd();
-        let mut errors = Vec::new();
-        for &(flags, m) in tries {
-            match link_xdp(prog_fd, ifindex, flags) {
-                Ok(link) => {
-                    return Ok(XdpFlowDrop {
-                        flows,
-                        totals,
-                        xsks,
-                        _link: Some(link),
-                        object,
-                        mode: m,
-                        capacity: entries.max(1),
-                        joined: false,
-                    })
-                }
-                Err(e) => {
-                    let busy = matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST));
-                    if busy {
-                        if let Some(g) = group {
-                            return join(interface, ifindex, g);
-                        }
-                    }
-                    errors.push((m, e));
-                }
-            }
+        match attach_in_mode(prog.as_fd().as_raw_fd(), ifindex, mode) {
+            Ok((link, m)) => Ok(XdpFlowDrop {
+                flows,
+                totals,
+                xsks,
+                _link: Some(link),
+                object,
+                mode: m,
+                capacity: entries.max(1),
+                joined: false,
+            }),
+            Err(f) => match group {
+                Some(g) if f.busy() => join(interface, ifindex, g),
+                _ => Err(fail(format!(
+                    "attaching failed ({})",
+                    f.describe(interface)
+                ))),
+            },
         }
-        let detail: Vec<String> = errors
-            .iter()
-            .map(|(m, e)| {
-                let why = match e.raw_os_error() {
-                    Some(libc::EBUSY) | Some(libc::EEXIST) => {
-                        "the interface already has an XDP program (`ip link set dev IFACE xdp off` removes one left by another tool)".to_string()
-                    }
-                    Some(libc::EPERM) | Some(libc::EACCES) => {
-                        "attaching XDP needs root (CAP_NET_ADMIN and CAP_BPF)".to_string()
-                    }
-                    Some(libc::EOPNOTSUPP) => "the driver has no XDP hook".to_string(),
-                    _ => e.to_string(),
-                };
-                format!("{m} mode: {why}")
-            })
-            .collect();
-        Err(fail(format!("attaching failed ({})", detail.join("; "))))
     }
 
     /// Where the program runs.
@@ -552,9 +519,75 @@ fn monotonic_to_wall(ns: u64) -> Timestamp {
     Timestamp(ns.saturating_add(offset))
 }
 
+/// Why [`attach_in_mode`] failed: the error of each mode tried.
+pub(crate) struct AttachFailure(Vec<(XdpMode, std::io::Error)>);
+
+impl AttachFailure {
+    /// Whether the interface already holds an XDP program.
+    pub(crate) fn busy(&self) -> bool {
+        self.0
+            .iter()
+            .any(|(_, e)| matches!(e.raw_os_error(), Some(libc::EBUSY) | Some(libc::EEXIST)))
+    }
+
+    /// What went wrong in each mode, with what to do, for `interface`.
+    pub(crate) fn describe(&self, interface: &str) -> String {
+        let detail: Vec<String> = self
+            .0
+            .iter()
+            .map(|(m, e)| {
+                let why = match e.raw_os_error() {
+                    Some(libc::EBUSY) | Some(libc::EEXIST) => format!(
+                        "the interface already has an XDP program (`ip link set dev {interface} xdp off` removes one left by another tool)"
+                    ),
+                    Some(libc::EPERM) | Some(libc::EACCES) => {
+                        "attaching XDP needs root (CAP_NET_ADMIN and CAP_BPF)".to_string()
+                    }
+                    Some(libc::EOPNOTSUPP) => "the driver has no XDP hook".to_string(),
+                    _ => e.to_string(),
+                };
+                format!("{m} mode: {why}")
+            })
+            .collect();
+        detail.join("; ")
+    }
+}
+
+/// Attaches program `prog_fd` to interface `ifindex` in the hook `mode`
+/// asks for: `Auto` tries the driver's hook, then the generic one (not
+/// after the interface said it already holds a program, which another
+/// hook would say too). Returns the link and where the program runs.
+pub(crate) fn attach_in_mode(
+    prog_fd: i32,
+    ifindex: i32,
+    mode: AttachMode,
+) -> Result<(OwnedFd, XdpMode), AttachFailure> {
+    let tries: &[(u32, XdpMode)] = match mode {
+        AttachMode::Auto => &[
+            (XDP_FLAGS_DRV_MODE, XdpMode::Native),
+            (XDP_FLAGS_SKB_MODE, XdpMode::Generic),
+        ],
+        AttachMode::Native => &[(XDP_FLAGS_DRV_MODE, XdpMode::Native)],
+        AttachMode::Generic => &[(XDP_FLAGS_SKB_MODE, XdpMode::Generic)],
+    };
+    let mut failure = AttachFailure(Vec::new());
+    for &(flags, m) in tries {
+        match link_xdp(prog_fd, ifindex, flags) {
+            Ok(link) => return Ok((link, m)),
+            Err(e) => {
+                failure.0.push((m, e));
+                if failure.busy() {
+                    break;
+                }
+            }
+        }
+    }
+    Err(failure)
+}
+
 /// Attaches program `prog_fd` to interface `ifindex` through a BPF link
 /// with XDP `flags`; the link's descriptor detaches it when closed.
-pub(crate) fn link_xdp(prog_fd: i32, ifindex: i32, flags: u32) -> std::io::Result<OwnedFd> {
+fn link_xdp(prog_fd: i32, ifindex: i32, flags: u32) -> std::io::Result<OwnedFd> {
     let opts = libbpf_sys::bpf_link_create_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
         flags,
@@ -622,18 +655,22 @@ mod tests {
         f
     }
 
+    /// The program loaded but attached nowhere, or `None` after saying why
+    /// it cannot be loaded here (without root).
+    fn loaded() -> Option<XdpFlowDrop> {
+        XdpFlowDrop::unattached(16)
+            .map_err(|e| eprintln!("skipping: the XDP program cannot be loaded here ({e})"))
+            .ok()
+    }
+
     /// Entries taken back while the program drops their packets on
     /// another CPU lose nothing: every packet the program counted as
     /// dropped is in exactly one take. Runs the program itself through
     /// BPF_PROG_TEST_RUN (root only; skips otherwise).
     #[test]
     fn takes_racing_drops_lose_nothing() {
-        let map = match XdpFlowDrop::unattached(16) {
-            Ok(m) => m,
-            Err(e) => {
-                eprintln!("skipping: the XDP program cannot be loaded here ({e})");
-                return;
-            }
+        let Some(map) = loaded() else {
+            return;
         };
         let mut key = DropKey {
             src: [0; 16],
@@ -695,12 +732,8 @@ mod tests {
     #[test]
     #[ignore = "a measurement; prints the cost per packet"]
     fn flow_drop_cost_per_packet() {
-        let map = match XdpFlowDrop::unattached(16) {
-            Ok(m) => m,
-            Err(e) => {
-                eprintln!("skipping: the XDP program cannot be loaded here ({e})");
-                return;
-            }
+        let Some(map) = loaded() else {
+            return;
         };
         let mut key = DropKey {
             proto: 6,

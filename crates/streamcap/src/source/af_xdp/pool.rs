@@ -182,8 +182,7 @@ impl ChunkPool {
             self.frame_out[(f / 64) as usize] |= 1 << (f % 64);
         }
         self.stats.attached += 1;
-        self.stats.free = self.free.len() as u32;
-        self.stats.min_free = self.stats.min_free.min(self.stats.free);
+        self.stats.min_free = self.stats.min_free.min(self.free_chunks());
         Some(chunk)
     }
 
@@ -228,7 +227,6 @@ impl ChunkPool {
         }
         self.free.push(chunk);
         self.stats.recycled += 1;
-        self.stats.free = self.free.len() as u32;
         Ok(true)
     }
 
@@ -243,7 +241,6 @@ impl ChunkPool {
             }
             self.free.push(chunk);
             self.stats.attached = self.stats.attached.saturating_sub(1);
-            self.stats.free = self.free.len() as u32;
         }
     }
 
@@ -264,7 +261,10 @@ impl ChunkPool {
 
     /// The counters.
     pub fn stats(&self) -> PoolStats {
-        self.stats
+        PoolStats {
+            free: self.free_chunks(),
+            ..self.stats
+        }
     }
 }
 
