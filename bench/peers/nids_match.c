@@ -21,6 +21,15 @@
  *
  *   nids_match RULES FILE [N_TCP_STREAMS]
  *
+ * With NIDS_MATCH_SCAN_ONLY=1 in the environment, libnids runs first and
+ * every Hyperscan call it would make (open, scan, close of each
+ * half-stream; each UDP datagram) is recorded in memory with its bytes;
+ * then the recording is replayed through the same databases, callbacks and
+ * alert sets, and the replay alone is timed. Its alerts equal a normal
+ * run's; its time is what the automaton costs on these bytes with nothing
+ * else running: the floor of any tool that matches them with it. The
+ * output line then ends with scan_cpu_s=C scan_wall_s=W.
+ *
  * Output (one line, parsed by streamcap-bench):
  *   streams=N alerts=A tcp_alerts=T udp_alerts=U rules=R skipped=S
  *   udp_datagrams=D bytes=B load_ms=L
@@ -52,6 +61,16 @@ static hs_database_t *tcp_db, *udp_db;
 static hs_scratch_t *scratch;
 static unsigned long long n_streams, n_datagrams, n_bytes;
 static unsigned long long tcp_alerts, udp_alerts;
+
+/* NIDS_MATCH_SCAN_ONLY: the recording of Hyperscan calls. */
+enum rec_op { REC_OPEN, REC_SCAN, REC_CLOSE, REC_UDP };
+struct rec {
+    uint32_t op, id, len; /* id: half-stream number; len: bytes after it */
+};
+static int scan_only;
+static unsigned char *rec_buf;
+static size_t rec_len, rec_cap;
+static uint32_t n_halves;
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -230,7 +249,24 @@ static int seen_add(struct seen *s, unsigned id)
 struct half {
     hs_stream_t *hs;
     struct seen seen;
+    uint32_t id; /* recording: this half-stream's number */
 };
+
+static void record(uint32_t op, uint32_t id, const void *data, uint32_t len)
+{
+    struct rec r = {op, id, len};
+    size_t need = rec_len + sizeof r + len;
+    if (need > rec_cap) {
+        rec_cap = rec_cap ? 2 * rec_cap : (size_t)1 << 24;
+        while (rec_cap < need)
+            rec_cap *= 2;
+        rec_buf = xrealloc(rec_buf, rec_cap);
+    }
+    memcpy(rec_buf + rec_len, &r, sizeof r);
+    if (len)
+        memcpy(rec_buf + rec_len + sizeof r, data, len);
+    rec_len = need;
+}
 
 struct conn {
     struct half to_server, to_client;
@@ -250,6 +286,10 @@ static void scan(struct half *h, const char *data, int len)
     if (!h->hs || len <= 0)
         return;
     n_bytes += (unsigned long long)len;
+    if (scan_only) {
+        record(REC_SCAN, h->id, data, (uint32_t)len);
+        return;
+    }
     if (hs_scan_stream(h->hs, data, (unsigned)len, 0, scratch, on_tcp_match, h) != HS_SUCCESS) {
         fprintf(stderr, "nids_match: hs_scan_stream failed\n");
         exit(1);
@@ -258,6 +298,11 @@ static void scan(struct half *h, const char *data, int len)
 
 static void close_half(struct half *h)
 {
+    if (scan_only && h->hs) {
+        record(REC_CLOSE, h->id, NULL, 0);
+        h->hs = NULL;
+        return;
+    }
     if (h->hs)
         hs_close_stream(h->hs, scratch, on_tcp_match, h);
     h->hs = NULL;
@@ -277,6 +322,16 @@ static void tcp_cb(struct tcp_stream *a, void **param)
         a->server.collect++;
         c = xrealloc(NULL, sizeof *c);
         memset(c, 0, sizeof *c);
+        if (scan_only) {
+            /* A placeholder: the streams are opened in the replay. */
+            c->to_server.hs = c->to_client.hs = (hs_stream_t *)c;
+            c->to_server.id = n_halves++;
+            c->to_client.id = n_halves++;
+            record(REC_OPEN, c->to_server.id, NULL, 0);
+            record(REC_OPEN, c->to_client.id, NULL, 0);
+            *param = c;
+            break;
+        }
         if (hs_open_stream(tcp_db, 0, &c->to_server.hs) != HS_SUCCESS ||
             hs_open_stream(tcp_db, 0, &c->to_client.hs) != HS_SUCCESS) {
             fprintf(stderr, "nids_match: hs_open_stream failed\n");
@@ -387,10 +442,75 @@ static void udp_cb(struct tuple4 *addr, char *buf, int len, struct ip *iph)
     k.daddr = addr->daddr;
     k.source = addr->source;
     k.dest = addr->dest;
+    if (scan_only) {
+        record(REC_UDP, 0, &k, sizeof k);
+        record(REC_SCAN, 0, buf, (uint32_t)len);
+        return;
+    }
     if (hs_scan(udp_db, buf, (unsigned)len, 0, scratch, on_udp_match, &k) != HS_SUCCESS) {
         fprintf(stderr, "nids_match: hs_scan failed\n");
         exit(1);
     }
+}
+
+static double seconds(clockid_t clock)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Replays the recording; returns its CPU and wall seconds. */
+static void replay(double *cpu, double *wall)
+{
+    struct half *halves = xrealloc(NULL, (n_halves ? n_halves : 1) * sizeof *halves);
+    memset(halves, 0, (n_halves ? n_halves : 1) * sizeof *halves);
+    double c0 = seconds(CLOCK_PROCESS_CPUTIME_ID), w0 = seconds(CLOCK_MONOTONIC);
+    size_t at = 0;
+    while (at < rec_len) {
+        struct rec r;
+        memcpy(&r, rec_buf + at, sizeof r);
+        const unsigned char *data = rec_buf + at + sizeof r;
+        at += sizeof r + r.len;
+        struct half *h = &halves[r.id];
+        switch (r.op) {
+        case REC_OPEN:
+            if (hs_open_stream(tcp_db, 0, &h->hs) != HS_SUCCESS) {
+                fprintf(stderr, "nids_match: hs_open_stream failed\n");
+                exit(1);
+            }
+            break;
+        case REC_SCAN:
+            if (hs_scan_stream(h->hs, (const char *)data, r.len, 0, scratch, on_tcp_match, h) !=
+                HS_SUCCESS) {
+                fprintf(stderr, "nids_match: hs_scan_stream failed\n");
+                exit(1);
+            }
+            break;
+        case REC_CLOSE:
+            hs_close_stream(h->hs, scratch, on_tcp_match, h);
+            h->hs = NULL;
+            free(h->seen.ids);
+            h->seen.ids = NULL;
+            break;
+        case REC_UDP: {
+            struct udp_key k;
+            memcpy(&k, data, sizeof k);
+            struct rec d;
+            memcpy(&d, rec_buf + at, sizeof d);
+            const char *dg = (const char *)rec_buf + at + sizeof d;
+            at += sizeof d + d.len;
+            if (hs_scan(udp_db, dg, d.len, 0, scratch, on_udp_match, &k) != HS_SUCCESS) {
+                fprintf(stderr, "nids_match: hs_scan failed\n");
+                exit(1);
+            }
+            break;
+        }
+        }
+    }
+    *cpu = seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    *wall = seconds(CLOCK_MONOTONIC) - w0;
+    free(halves);
 }
 
 static void quiet_syslog(int type, int err, struct ip *iph, void *data)
@@ -406,6 +526,8 @@ int main(int argc, char **argv)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    const char *so = getenv("NIDS_MATCH_SCAN_ONLY");
+    scan_only = so && *so && strcmp(so, "0") != 0;
     if (load_rules(argv[1]) < 0)
         return 1;
     tcp_db = compile(&tcp_pats, HS_MODE_STREAM);
@@ -444,11 +566,17 @@ int main(int argc, char **argv)
     nids_register_udp(udp_cb);
     nids_run();
     nids_exit(); /* streams still open get NIDS_EXITING */
+    double scan_cpu = 0, scan_wall = 0;
+    if (scan_only)
+        replay(&scan_cpu, &scan_wall);
     printf("streams=%llu alerts=%llu tcp_alerts=%llu udp_alerts=%llu rules=%llu skipped=%llu "
-           "udp_datagrams=%llu bytes=%llu load_ms=%.0f\n",
+           "udp_datagrams=%llu bytes=%llu load_ms=%.0f",
            n_streams, tcp_alerts + udp_alerts, tcp_alerts, udp_alerts, n_rules, n_skipped,
            n_datagrams, n_bytes,
            (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    if (scan_only)
+        printf(" scan_cpu_s=%.3f scan_wall_s=%.3f", scan_cpu, scan_wall);
+    printf("\n");
     hs_free_scratch(scratch);
     hs_free_database(tcp_db);
     hs_free_database(udp_db);
