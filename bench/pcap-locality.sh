@@ -34,7 +34,9 @@
 # PCAP_BENCH_BATCHES (100,500,1000,2000,4000,8000,16000,32000),
 # PCAP_BENCH_RUNS (5), PCAP_BENCH_COPY_RUNS (runs of pcap_count; 11),
 # PCAP_BENCH_CPU (0), BENCH_CORPUS (default ../shared/corpus, then
-# /work/shared/corpus).
+# /work/shared/corpus), PCAP_BENCH_TRACES_ONLY=1 (build the traces and
+# their one-packet heads, then stop; bench/pcap-locality-suricata.sh uses
+# it).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -144,6 +146,10 @@ for tr in "${TRACES[@]}"; do
   [ "$got" = "$PACKETS" ] || { say "$f has $got packets, not $PACKETS"; exit 1; }
   editcap -F pcap -r "$f" "$f.first" 1 2>/dev/null
 done
+if [ "${PCAP_BENCH_TRACES_ONLY:-0}" = 1 ]; then
+  say "traces ready: $campus $corpus"
+  exit 0
+fi
 
 TSV="$WORK/pcap-locality.tsv"
 : >"$TSV"

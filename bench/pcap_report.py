@@ -5,7 +5,8 @@ bench/README.md ("Locality buffering and fan-out for libpcap programs").
 
     python3 bench/pcap_report.py locality RECORDS.tsv OUT.json
     python3 bench/pcap_report.py fanout RECORDS.tsv OUT.json
-    python3 bench/pcap_report.py tables locality|fanout OUT.json
+    python3 bench/pcap_report.py suricata RECORDS.tsv OUT.json
+    python3 bench/pcap_report.py tables locality|fanout|suricata OUT.json
 
 The first two write OUT.json and print the tables; `tables` prints them
 again from a result file.
@@ -211,6 +212,132 @@ def locality_tables(doc):
         print()
 
 
+def suricata(tsv, out):
+    """bench/pcap-locality-suricata.sh: Suricata under locality buffering."""
+    meta, traces, cg, times, startups = {}, [], {}, {}, {}
+    for line in open(tsv):
+        f = line.rstrip("\n").split("\t")
+        kind = f[0]
+        if kind == "meta":
+            meta[f[1]] = f[2]
+        elif kind == "trace":
+            traces.append({"name": f[1], "file": f[2]})
+        elif kind == "cg":
+            _, trace, ll, config, alerts = f[:5]
+            vals = dict(x.split("=") for x in f[5:])
+            cg[(trace, ll, config)] = {e: int(vals[e]) for e in EVENTS}
+            cg[(trace, ll, config)]["alerts"] = int(alerts.split("=")[1])
+        elif kind in ("time", "startup"):
+            _, trace, mpm, config, run, wall, user, sys_, load, alerts = f
+            into = times if kind == "time" else startups
+            into.setdefault((trace, mpm, config), []).append(
+                {"wall": float(wall), "cpu": float(user) + float(sys_), "load": load,
+                 "alerts": int(alerts.split("=")[1])}
+            )
+    packets = int(meta["packets"])
+    results = []
+    configs = []
+    for key in cg:
+        if not key[2].startswith("startup-") and (key[0], key[2]) not in configs:
+            configs.append((key[0], key[2]))
+    for trace, config in configs:
+        base = "plain" if config == "plain" else "preload"
+        r = {"trace": trace, "config": config, "batch": config_batch(config), "cachegrind": {}, "time": {}}
+        for ll in LL_TITLES:
+            t = cg.get((trace, ll, config))
+            st = cg.get((trace, ll, "startup-" + base))
+            if t is None or st is None:
+                continue
+            r["cachegrind"][ll] = {
+                "alerts": t["alerts"],
+                "per_packet": per_packet(t, st, packets),
+                "i1_misses": (t["I1mr"] - st["I1mr"]) / (packets - 1),
+            }
+        for mpm in ("ac", "hs"):
+            runs = times.get((trace, mpm, config), [])
+            ups = startups.get((trace, mpm, base), [])
+            if not runs or not ups:
+                continue
+            up_wall = statistics.median(x["wall"] for x in ups)
+            up_cpu = statistics.median(x["cpu"] for x in ups)
+            r["time"][mpm] = {
+                "runs": runs,
+                "startup_wall_median": up_wall,
+                "startup_cpu_median": up_cpu,
+                "wall_median": statistics.median(x["wall"] for x in runs),
+                "net_wall_median": statistics.median(x["wall"] for x in runs) - up_wall,
+                "net_cpu_median": statistics.median(x["cpu"] for x in runs) - up_cpu,
+                "alerts": sorted({x["alerts"] for x in runs}),
+            }
+        results.append(r)
+    doc = {
+        "experiment": "locality buffering (locality-buffering.txt §5) under Suricata with per-port rule groups, reading a file under libstreamcap_pcap.so",
+        "command": "bench/pcap-locality-suricata.sh",
+        "commit": meta.get("commit"),
+        "packets": packets,
+        "rules": int(meta["rules"]),
+        "runs": int(meta["runs"]),
+        "cpu": int(meta["cpu"]),
+        "machine": {"cpu_model": meta.get("cpu_model"), "valgrind": meta.get("valgrind"),
+                    "suricata": meta.get("suricata")},
+        "cachegrind": {
+            "I1": meta["I1"], "D1": meta["D1"],
+            "LL": {"llc": meta["LL_llc"], "l2": meta["LL_l2"]},
+            "mpm": "ac",
+            "per_packet": "(run - start-up run of the same configuration, the library's for PCAP_LOCALITY, on the trace's first packet) / (packets - 1)",
+        },
+        "time": "pinned to one CPU; wall and user+sys CPU, median of the runs, minus the median of the start-up runs",
+        "traces": traces,
+        "results": results,
+    }
+    with open(out, "w") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
+    suricata_tables(doc)
+
+
+def suricata_tables(doc):
+    c = doc["cachegrind"]
+    print(
+        f"Suricata ({doc['machine']['suricata']}), {doc['rules']} rules in port groups, "
+        f"{doc['packets']} packets. cachegrind with mpm-algo ac: I1 {cache_text(c['I1'])}, "
+        f"D1 {cache_text(c['D1'])}; last level {cache_text(c['LL']['llc'])} (the machine's), "
+        f"L2-sized {cache_text(c['LL']['l2'])}; per packet, net of start-up. Time: taskset -c {doc['cpu']}, "
+        f"median of {doc['runs']} runs minus the median start-up.\n"
+    )
+    for tr in doc["traces"]:
+        rows = [r for r in doc["results"] if r["trace"] == tr["name"]]
+        if not rows:
+            continue
+        rows.sort(key=lambda r: (r["batch"] or 0, r["config"] != "plain"))
+        plain = next(r for r in rows if r["config"] == "plain")
+        print(f"#### {tr['name']}: suricata -r FILE, {doc['packets']} packets\n")
+        print("| configuration | instructions/packet | I1 misses/packet | D1 misses/packet | LL misses/packet (last level) | vs no library | LL misses/packet (L2-sized) | vs no library | alerts | ac: net wall s, median (min–max) | vs no library | hs: net wall s, median (min–max) | vs no library |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        pg = plain["cachegrind"]
+        for r in rows:
+            g = r["cachegrind"]
+            llc, l2 = g["llc"]["per_packet"], g["l2"]["per_packet"]
+            cells = [label(r), f"{llc['instructions']:.0f}", f"{g['llc']['i1_misses']:.1f}",
+                     f"{llc['d1_misses']:.1f}", f"{llc['ll_misses']:.2f}",
+                     pct(llc["ll_misses"], pg["llc"]["per_packet"]["ll_misses"]),
+                     f"{l2['ll_misses']:.2f}", pct(l2["ll_misses"], pg["l2"]["per_packet"]["ll_misses"]),
+                     str(g["llc"]["alerts"])]
+            for mpm in ("ac", "hs"):
+                t = r["time"].get(mpm)
+                p = plain["time"].get(mpm)
+                if t and p:
+                    up = t["startup_wall_median"]
+                    lo = min(x["wall"] for x in t["runs"]) - up
+                    hi = max(x["wall"] for x in t["runs"]) - up
+                    cells += [f"{t['net_wall_median']:.2f} ({lo:.2f}–{hi:.2f})",
+                              pct(t["net_wall_median"], p["net_wall_median"])]
+                else:
+                    cells += ["-", "-"]
+            print("| " + " | ".join(cells) + " |")
+        print()
+
+
 def fanout(tsv, out):
     meta, runs = {}, []
     for line in open(tsv):
@@ -281,9 +408,12 @@ def main():
         locality(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "fanout":
         fanout(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[1] == "suricata":
+        suricata(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 4 and sys.argv[1] == "tables":
         doc = json.load(open(sys.argv[3]))
-        (locality_tables if sys.argv[2] == "locality" else fanout_tables)(doc)
+        tables = {"locality": locality_tables, "fanout": fanout_tables, "suricata": suricata_tables}
+        tables[sys.argv[2]](doc)
     else:
         sys.stderr.write(__doc__)
         sys.exit(2)
