@@ -105,21 +105,8 @@ EOF
 RULES="$S/ports.rules"
 
 # 3. Caches (sysfs of cpu0), as bench/pcap-locality.sh.
-cache() {
-  local d
-  for d in /sys/devices/system/cpu/cpu0/cache/index*; do
-    if [ "$(cat "$d/level")" = "$1" ] && [ "$(cat "$d/type")" = "$2" ]; then
-      local size ways line
-      size="$(cat "$d/size")"; ways="$(cat "$d/ways_of_associativity")"
-      line="$(cat "$d/coherency_line_size")"
-      case "$size" in *K) size=$(( ${size%K} * 1024 )) ;; *M) size=$(( ${size%M} * 1048576 )) ;; esac
-      echo "$size,$ways,$line"; return 0
-    fi
-  done
-  return 1
-}
-I1="$(cache 1 Instruction)"; D1="$(cache 1 Data)"; L2="$(cache 2 Unified)"
-LLC="$(cache 3 Unified || cache 2 Unified)"
+# shellcheck source=bench/cache-sizes.sh
+. "$ROOT/bench/cache-sizes.sh"
 
 CONFIGS=(plain preload)
 for b in "${BATCH_LIST[@]}"; do CONFIGS+=("locality-$b"); done

@@ -74,24 +74,9 @@ mkdir -p "$WORK" "$TARGET/pcap-bench" bench/results
 COUNT="$TARGET/pcap-bench/pcap_count"
 cc -O2 -Wall -o "$COUNT" bench/peers/pcap_count.c -lpcap
 
-# 2. Caches: sysfs of cpu0 (index*/level, type, size, ways, line size).
-cache() { # LEVEL TYPE -> "bytes,ways,line"
-  local d
-  for d in /sys/devices/system/cpu/cpu0/cache/index*; do
-    if [ "$(cat "$d/level")" = "$1" ] && [ "$(cat "$d/type")" = "$2" ]; then
-      local size ways line
-      size="$(cat "$d/size")"; ways="$(cat "$d/ways_of_associativity")"
-      line="$(cat "$d/coherency_line_size")"
-      case "$size" in *K) size=$(( ${size%K} * 1024 )) ;; *M) size=$(( ${size%M} * 1048576 )) ;; esac
-      echo "$size,$ways,$line"; return 0
-    fi
-  done
-  return 1
-}
-I1="$(cache 1 Instruction)"
-D1="$(cache 1 Data)"
-L2="$(cache 2 Unified)"
-LLC="$(cache 3 Unified || cache 2 Unified)"
+# 2. Caches: sysfs of cpu0.
+# shellcheck source=bench/cache-sizes.sh
+. "$ROOT/bench/cache-sizes.sh"
 say "caches (sysfs, cpu0): I1 $I1, D1 $D1, L2 $L2, last level $LLC (bytes,ways,line)"
 LL_NAMES=(llc l2)
 LL_SPECS=("$LLC" "$L2")

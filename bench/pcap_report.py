@@ -43,14 +43,31 @@ def per_packet(totals, startup, packets):
     }
 
 
-def locality(tsv, out):
-    meta, traces, checks, cg, times = {}, [], {}, {}, {}
+def records(tsv):
+    """The records of a raw file: its `meta` rows as a dict, and the other
+    rows, each a list of fields, the kind first."""
+    meta, rows = {}, []
     for line in open(tsv):
         f = line.rstrip("\n").split("\t")
-        kind = f[0]
-        if kind == "meta":
+        if f[0] == "meta":
             meta[f[1]] = f[2]
-        elif kind == "trace":
+        else:
+            rows.append(f)
+    return meta, rows
+
+
+def cachegrind_counts(fields):
+    """The EVENTS of a `cg` row's NAME=VALUE fields."""
+    vals = dict(x.split("=") for x in fields)
+    return {e: int(vals[e]) for e in EVENTS}
+
+
+def locality(tsv, out):
+    traces, checks, cg, times = [], {}, {}, {}
+    meta, rows = records(tsv)
+    for f in rows:
+        kind = f[0]
+        if kind == "trace":
             traces.append({"name": f[1], "file": f[2], "bytes": int(f[3]), "about": f[4]})
         elif kind == "check":
             _, trace, tool, config, ip, total, flows = f
@@ -61,8 +78,7 @@ def locality(tsv, out):
             }
         elif kind == "cg":
             _, trace, tool, ll, config = f[:5]
-            vals = dict(x.split("=") for x in f[5:])
-            cg[(trace, tool, ll, config)] = {e: int(vals[e]) for e in EVENTS}
+            cg[(trace, tool, ll, config)] = cachegrind_counts(f[5:])
         elif kind == "time":
             _, trace, tool, config, run, wall, user, sys_, load = f
             times.setdefault((trace, tool, config), []).append(
@@ -214,18 +230,15 @@ def locality_tables(doc):
 
 def suricata(tsv, out):
     """bench/pcap-locality-suricata.sh: Suricata under locality buffering."""
-    meta, traces, cg, times, startups = {}, [], {}, {}, {}
-    for line in open(tsv):
-        f = line.rstrip("\n").split("\t")
+    traces, cg, times, startups = [], {}, {}, {}
+    meta, rows = records(tsv)
+    for f in rows:
         kind = f[0]
-        if kind == "meta":
-            meta[f[1]] = f[2]
-        elif kind == "trace":
+        if kind == "trace":
             traces.append({"name": f[1], "file": f[2]})
         elif kind == "cg":
             _, trace, ll, config, alerts = f[:5]
-            vals = dict(x.split("=") for x in f[5:])
-            cg[(trace, ll, config)] = {e: int(vals[e]) for e in EVENTS}
+            cg[(trace, ll, config)] = cachegrind_counts(f[5:])
             cg[(trace, ll, config)]["alerts"] = int(alerts.split("=")[1])
         elif kind in ("time", "startup"):
             _, trace, mpm, config, run, wall, user, sys_, load, alerts = f
@@ -339,14 +352,8 @@ def suricata_tables(doc):
 
 
 def fanout(tsv, out):
-    meta, runs = {}, []
-    for line in open(tsv):
-        f = line.rstrip("\n").split("\t")
-        if f[0] == "meta":
-            meta[f[1]] = f[2]
-        elif f[0] == "run":
-            rec = json.loads(f[1])
-            runs.append(rec)
+    meta, rows = records(tsv)
+    runs = [json.loads(f[1]) for f in rows if f[0] == "run"]
     groups = []
     def key(x):
         return (x["program"], x["config"], x["instances"])
