@@ -56,6 +56,14 @@ def records(tsv):
     return meta, rows
 
 
+def write_doc(out, doc, tables):
+    """Writes a result file and prints its tables."""
+    with open(out, "w") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
+    tables(doc)
+
+
 def cachegrind_counts(fields):
     """The EVENTS of a `cg` row's NAME=VALUE fields."""
     vals = dict(x.split("=") for x in fields)
@@ -138,10 +146,7 @@ def locality(tsv, out):
         "traces": traces,
         "results": results,
     }
-    with open(out, "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
-    locality_tables(doc)
+    write_doc(out, doc, locality_tables)
 
 
 def pct(v, base):
@@ -303,10 +308,7 @@ def suricata(tsv, out):
         "traces": traces,
         "results": results,
     }
-    with open(out, "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
-    suricata_tables(doc)
+    write_doc(out, doc, suricata_tables)
 
 
 def suricata_tables(doc):
@@ -387,10 +389,7 @@ def fanout(tsv, out):
         "note": "2 CPUs: the sender (streamcap replay), the kernel's veth path and every capturing instance share them; the figures show fan-out sharing the load between instances, not scaling with cores",
         "groups": groups,
     }
-    with open(out, "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
-    fanout_tables(doc)
+    write_doc(out, doc, fanout_tables)
 
 
 def fanout_tables(doc):
