@@ -154,6 +154,19 @@ fn attach_program(
     }
 }
 
+/// What an XDP option or path says in a build without the `xdp` feature:
+/// `what` names it (empty for the `--xdp` options); `libxdp` adds that
+/// AF_XDP also needs libxdp at run time.
+#[cfg(not(feature = "xdp"))]
+pub(crate) fn built_without_xdp(what: &str, libxdp: bool) -> String {
+    format!(
+        "{what}{}this streamcap was built without XDP; rebuild it with \
+         `cargo build --release --features xdp` (needs clang and libbpf-dev{})",
+        if what.is_empty() { "" } else { ": " },
+        if libxdp { "; libxdp1 at run time" } else { "" }
+    )
+}
+
 #[cfg(not(feature = "xdp"))]
 fn attach_program(
     _c: &Common,
@@ -161,11 +174,7 @@ fn attach_program(
     _when: XdpWhen,
     skip: impl Fn(String) -> Result<Option<Attached>, String>,
 ) -> Result<Option<Attached>, String> {
-    skip(
-        "this streamcap was built without XDP; rebuild it with `cargo build --release --features xdp` \
-         (needs clang and libbpf-dev)"
-            .into(),
-    )
+    skip(built_without_xdp("", false))
 }
 
 /// The summary's `xdp` line: what was dropped of this capture's streams

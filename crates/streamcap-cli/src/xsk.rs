@@ -185,11 +185,7 @@ pub(crate) fn open(
     _snaplen: u32,
     _program: Option<()>,
 ) -> Result<(Vec<AnySocket>, XskInfo), String> {
-    Err(
-        "--source af_xdp: this streamcap was built without XDP; rebuild it with \
-         `cargo build --release --features xdp` (needs clang and libbpf-dev; libxdp1 at run time)"
-            .into(),
-    )
+    Err(crate::xdp::built_without_xdp("--source af_xdp", true))
 }
 
 /// The queues as the first line and the summary name them.

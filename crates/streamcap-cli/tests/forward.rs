@@ -148,6 +148,31 @@ impl Topology {
         c.args(["netns", "exec", ns]).args(args);
         c
     }
+
+    /// Replays `input` from the sender into `fs` at 20,000 packets per
+    /// second and checks that the replay succeeded.
+    fn replay(&self, input: &Path) {
+        let o = Topology::exec(
+            &self.sender,
+            &[
+                BIN,
+                "replay",
+                "-r",
+                input.to_str().unwrap_or_default(),
+                "-i",
+                "fs",
+                "--pps",
+                "20000",
+            ],
+        )
+        .output()
+        .expect("run streamcap replay");
+        assert!(
+            o.status.success(),
+            "replay failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
 }
 
 impl Drop for Topology {
@@ -299,26 +324,7 @@ fn forwards_exactly(t: &Topology, dir: &Path, input: &Path, args: &[&str], filte
         fwd_args.push(filter);
     }
     let (fwd, fwd_err) = Running::start(Topology::exec(&t.forwarder, &fwd_args), "forwarding from");
-    let o = Topology::exec(
-        &t.sender,
-        &[
-            BIN,
-            "replay",
-            "-r",
-            input.to_str().unwrap_or_default(),
-            "-i",
-            "fs",
-            "--pps",
-            "20000",
-        ],
-    )
-    .output()
-    .expect("run streamcap replay");
-    assert!(
-        o.status.success(),
-        "replay failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    t.replay(input);
     // tcpdump writes each frame as it handles it (-U): wait until the
     // expected number is in the file (or 5 s), then a little longer for
     // any frame too many.
@@ -404,22 +410,7 @@ fn af_packet_stops_after_count() {
         ),
         "forwarding from",
     );
-    let o = Topology::exec(
-        &t.sender,
-        &[
-            BIN,
-            "replay",
-            "-r",
-            sample().to_str().unwrap_or_default(),
-            "-i",
-            "fs",
-            "--pps",
-            "20000",
-        ],
-    )
-    .output()
-    .expect("replay");
-    assert!(o.status.success());
+    t.replay(&sample());
     let mut running = fwd;
     let child = running.0.take().expect("running");
     let out = child.wait_with_output().expect("wait");
@@ -551,22 +542,7 @@ mod devmap {
             ),
             "forwarding from",
         );
-        let o = Topology::exec(
-            &t.sender,
-            &[
-                BIN,
-                "replay",
-                "-r",
-                sample().to_str().unwrap_or_default(),
-                "-i",
-                "fs",
-                "--pps",
-                "20000",
-            ],
-        )
-        .output()
-        .expect("replay");
-        assert!(o.status.success());
+        t.replay(&sample());
         std::thread::sleep(Duration::from_millis(300));
         let out = fwd.interrupt();
         let summary = err.join().unwrap_or_default();

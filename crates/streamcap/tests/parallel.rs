@@ -52,17 +52,7 @@ fn temp_pcap(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 fn same_stats(a: &GlobalStats, b: &GlobalStats, ctx: &str) {
-    assert_eq!(a.packets, b.packets, "{ctx}: packets");
-    assert_eq!(a.wire_bytes, b.wire_bytes, "{ctx}: wire bytes");
-    assert_eq!(a.ip_packets, b.ip_packets, "{ctx}: IP packets");
-    assert_eq!(a.truncated_packets, b.truncated_packets, "{ctx}: truncated");
-    assert_eq!(a.decode_errors, b.decode_errors, "{ctx}: decode errors");
-    assert_eq!(a.fragments, b.fragments, "{ctx}: fragments");
-    assert_eq!(a.proto_packets, b.proto_packets, "{ctx}: per protocol");
-    assert_eq!(a.flows_created, b.flows_created, "{ctx}: flows created");
-    assert_eq!(a.flows_ended, b.flows_ended, "{ctx}: flows ended");
-    assert_eq!(a.streams, b.streams, "{ctx}: streams");
-    assert_eq!(a.totals, b.totals, "{ctx}: stream totals");
+    support::same_traffic_stats(a, b, ctx);
     assert_eq!(a.defrag, b.defrag, "{ctx}: defragmentation");
     assert_eq!(a.invalid_rsts, b.invalid_rsts, "{ctx}: invalid RSTs");
 }

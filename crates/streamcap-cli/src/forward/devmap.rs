@@ -71,8 +71,6 @@ pub(crate) fn run(plan: &Plan, stop: &AtomicBool) -> Result<Outcome, Failed> {
 pub(crate) fn run(_plan: &Plan, _stop: &AtomicBool) -> Result<Outcome, Failed> {
     Err(Failed {
         code: 2,
-        message: "--via devmap: this streamcap was built without XDP; rebuild it with \
-                  `cargo build --release --features xdp` (needs clang and libbpf-dev)"
-            .into(),
+        message: crate::xdp::built_without_xdp("--via devmap", false),
     })
 }

@@ -26,6 +26,36 @@ const VLAN_TAG_LEN: usize = 4;
 /// full (`ENOBUFS` / `EAGAIN`).
 const SEND_RETRY_LIMIT: Duration = Duration::from_millis(200);
 
+/// The waits while an interface's queue is full: 20 µs, doubling up to
+/// 10 ms, for at most [`SEND_RETRY_LIMIT`] in all.
+struct FullQueue {
+    waited: Duration,
+    backoff: Duration,
+}
+
+impl FullQueue {
+    fn new() -> FullQueue {
+        FullQueue {
+            waited: Duration::ZERO,
+            backoff: Duration::from_micros(20),
+        }
+    }
+
+    /// Whether `e` says the queue is full (`ENOBUFS`, `EAGAIN`) and the
+    /// limit leaves time to wait.
+    fn may_wait(&self, e: &io::Error) -> bool {
+        matches!(e.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN))
+            && self.waited < SEND_RETRY_LIMIT
+    }
+
+    /// Waits once, longer than the last time.
+    fn wait(&mut self) {
+        std::thread::sleep(self.backoff);
+        self.waited += self.backoff;
+        self.backoff = (self.backoff * 2).min(Duration::from_millis(10));
+    }
+}
+
 /// A socket that sends whole link-layer frames (Ethernet header included) out
 /// of one interface.
 ///
@@ -89,8 +119,7 @@ impl Injector {
     /// A frame longer than the interface accepts gives
     /// [`LiveErrorKind::FrameTooLong`] with the frame length and the MTU.
     pub fn send(&mut self, frame: &[u8]) -> Result<(), LiveError> {
-        let mut waited = Duration::ZERO;
-        let mut backoff = Duration::from_micros(20);
+        let mut full = FullQueue::new();
         loop {
             match send_frame(&self.fd, frame) {
                 Ok(n) if n == frame.len() => return Ok(()),
@@ -103,14 +132,7 @@ impl Injector {
                     ))
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e)
-                    if matches!(e.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN))
-                        && waited < SEND_RETRY_LIMIT =>
-                {
-                    std::thread::sleep(backoff);
-                    waited += backoff;
-                    backoff = (backoff * 2).min(Duration::from_millis(10));
-                }
+                Err(e) if full.may_wait(&e) => full.wait(),
                 Err(e) if e.raw_os_error() == Some(libc::EMSGSIZE) => {
                     return Err(LiveError::other(
                         &self.interface,
@@ -162,8 +184,7 @@ impl Injector {
     pub fn send_batch(&mut self, arena: &[u8], frames: &[std::ops::Range<usize>]) -> BatchOutcome {
         let mut out = BatchOutcome::default();
         let mut at = 0;
-        let mut waited = Duration::ZERO;
-        let mut backoff = Duration::from_micros(20);
+        let mut full = FullQueue::new();
         while at < frames.len() {
             let end = frames.len().min(at + MAX_BATCH);
             let Some(chunk) = frames[at..end]
@@ -188,19 +209,11 @@ impl Injector {
                     out.sent += n;
                     out.bytes += chunk[..n].iter().map(|f| f.len() as u64).sum::<u64>();
                     at += n;
-                    waited = Duration::ZERO;
-                    backoff = Duration::from_micros(20);
+                    full = FullQueue::new();
                 }
                 Ok(_) => at += 1,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e)
-                    if matches!(e.raw_os_error(), Some(libc::ENOBUFS) | Some(libc::EAGAIN))
-                        && waited < SEND_RETRY_LIMIT =>
-                {
-                    std::thread::sleep(backoff);
-                    waited += backoff;
-                    backoff = (backoff * 2).min(Duration::from_millis(10));
-                }
+                Err(e) if full.may_wait(&e) => full.wait(),
                 Err(e) => {
                     // The first frame of the chunk failed: skip it.
                     let kind = if e.raw_os_error() == Some(libc::EMSGSIZE) {
@@ -216,7 +229,8 @@ impl Injector {
                         format!("a frame of {} bytes: {e}", chunk[0].len()),
                     ));
                     at += 1;
-                    waited = Duration::ZERO;
+                    // The next frame has the whole limit again.
+                    full.waited = Duration::ZERO;
                 }
             }
         }

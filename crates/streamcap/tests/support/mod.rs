@@ -15,6 +15,22 @@ mod shared;
 #[allow(unused_imports)] // (not every test binary uses all three)
 pub use shared::{captures, corpus_dir, skip};
 
+/// Asserts that two runs' merged statistics count the same traffic: packets,
+/// bytes, decoding, flows, streams and stream totals (`ctx` names the run).
+pub fn same_traffic_stats(a: &streamcap::GlobalStats, b: &streamcap::GlobalStats, ctx: &str) {
+    assert_eq!(a.packets, b.packets, "{ctx}: packets");
+    assert_eq!(a.wire_bytes, b.wire_bytes, "{ctx}: wire bytes");
+    assert_eq!(a.ip_packets, b.ip_packets, "{ctx}: IP packets");
+    assert_eq!(a.truncated_packets, b.truncated_packets, "{ctx}: truncated");
+    assert_eq!(a.decode_errors, b.decode_errors, "{ctx}: decode errors");
+    assert_eq!(a.fragments, b.fragments, "{ctx}: fragments");
+    assert_eq!(a.proto_packets, b.proto_packets, "{ctx}: per protocol");
+    assert_eq!(a.flows_created, b.flows_created, "{ctx}: flows created");
+    assert_eq!(a.flows_ended, b.flows_ended, "{ctx}: flows ended");
+    assert_eq!(a.streams, b.streams, "{ctx}: streams");
+    assert_eq!(a.totals, b.totals, "{ctx}: stream totals");
+}
+
 pub const SYN: u8 = 0x02;
 pub const ACK: u8 = 0x10;
 pub const FIN: u8 = 0x01;
