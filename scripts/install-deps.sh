@@ -103,9 +103,14 @@ install_python_packages() {
   fi
 }
 
+# Installed means "install ok installed": `dpkg -s` also succeeds for a
+# package removed with its configuration files left behind.
+installed() {
+  [ "$(dpkg-query -W -f '${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all present (${pkgs[*]})"
@@ -122,4 +127,7 @@ if ! $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/
       echo "install-deps: could not install $p"
   done
 fi
+for p in "${missing[@]}"; do
+  installed "$p" || echo "install-deps: still missing: $p (the tests that need it skip, or fail where CI requires it)"
+done
 install_python_packages

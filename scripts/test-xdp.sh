@@ -12,8 +12,8 @@
 #
 #   scripts/test-xdp.sh [TEST ARGS...]        e.g. -- --nocapture
 #
-# Without clang or libbpf-dev it says what is missing and exits 0 (sudo
-# scripts/install-deps.sh installs them), unless STREAMCAP_XDP_REQUIRED=1,
+# Without clang, libbpf-dev or libxdp1 it says what is missing and exits 0
+# (sudo scripts/install-deps.sh installs them), unless STREAMCAP_XDP_REQUIRED=1,
 # when it fails instead; the same without root, where the live tests would
 # skip. The rest of the project builds and tests without either.
 set -euo pipefail
@@ -21,12 +21,21 @@ cd "$(dirname "$0")/.."
 missing=()
 command -v "${CLANG:-clang}" >/dev/null 2>&1 || missing+=("clang (compiles the XDP program)")
 [ -e /usr/include/bpf/bpf_helpers.h ] || missing+=("libbpf-dev (the program's headers, and libbpf to load it)")
-ldconfig -p 2>/dev/null | grep -q 'libxdp\.so\.1' || missing+=("libxdp1 (creates the AF_XDP sockets of --source af_xdp)")
+# The loader's cache is read whole into a variable: `ldconfig -p | grep -q`
+# fails under pipefail when grep stops at the first match and ldconfig, with
+# more than a pipe's worth still to write, dies of SIGPIPE.
+has_libxdp() {
+  local cache
+  cache=$(ldconfig -p 2>/dev/null || /sbin/ldconfig -p 2>/dev/null || true)
+  [[ $cache == *libxdp.so.1* ]] && return 0
+  compgen -G '/usr/lib/*/libxdp.so.1' >/dev/null || compgen -G '/lib/*/libxdp.so.1' >/dev/null
+}
+has_libxdp || missing+=("libxdp1 (creates the AF_XDP sockets of --source af_xdp)")
 if [ ${#missing[@]} -gt 0 ]; then
   for m in "${missing[@]}"; do
     echo "test-xdp: missing: $m" >&2
   done
-  echo "test-xdp: the XDP tests were not run (sudo scripts/install-deps.sh installs clang and libbpf-dev)" >&2
+  echo "test-xdp: the XDP tests were not run (sudo scripts/install-deps.sh installs clang, libbpf-dev and libxdp1)" >&2
   [ "${STREAMCAP_XDP_REQUIRED:-0}" = 1 ] && exit 1
   exit 0
 fi
