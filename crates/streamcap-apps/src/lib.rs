@@ -26,6 +26,7 @@ pub mod compose;
 pub mod conn_id;
 pub mod export;
 pub mod http;
+pub mod json;
 pub mod logs;
 pub mod nids;
 pub mod sink;

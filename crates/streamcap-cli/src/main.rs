@@ -38,6 +38,9 @@ use run::usage;
 use std::io;
 use std::path::PathBuf;
 use std::process::ExitCode;
+// The JSON writer of the flow records (`record.rs`), as `crate::json` for the
+// Python package, which includes `record.rs` and `json.rs` by path.
+use streamcap_apps::json;
 
 /// Blocks of 2 MiB and more (above all the flow table's slab of
 /// connections) on transparent huge pages: 200,000 new connections of a SYN

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use streamcap::deliver::{Chunk, FlowEnd, Handler, Stream};
 use streamcap_apps::compose::{self, Notes, Reply, Want};
-use streamcap_apps::nids::alert::{write_eve, write_fast};
+use streamcap_apps::nids::alert::{write_fast, EveWriter};
 use streamcap_apps::nids::ruleset::{DEFAULT_WINDOW, MAX_WINDOW};
 use streamcap_apps::nids::{
     load_rule_file, Alert, AlertSink, Classifications, CompileOptions, EngineKind, Nids, NidsState,
@@ -290,6 +290,7 @@ impl RunApp for NidsApp {
     fn handler(&self, failure: &SharedFailure, _writers: usize) -> Result<NidsCli, String> {
         let writer = AlertWriter {
             format: self.format,
+            eve: EveWriter::new(),
             text: TextBatch::new(self.out.clone(), self.out_name.clone(), failure.clone()),
         };
         let mut nids = Nids::new(self.set.clone(), writer);
@@ -419,14 +420,15 @@ pub(crate) fn human_bytes(n: u64) -> String {
 /// over in batches.
 struct AlertWriter {
     format: AlertFormat,
+    eve: EveWriter,
     text: TextBatch,
 }
 
 impl AlertSink for AlertWriter {
     fn alert(&mut self, alert: &Alert, rules: &RuleSet) {
-        let format = self.format;
+        let (format, eve) = (self.format, &mut self.eve);
         self.text.add(|out| match format {
-            AlertFormat::Eve => write_eve(alert, rules, out),
+            AlertFormat::Eve => eve.write(alert, rules, out),
             AlertFormat::Fast => write_fast(alert, rules, out),
         });
     }

@@ -1,6 +1,7 @@
 //! The flow record: one per connection, the JSON contract of
 //! `docs/json-format.md`, built from the engine's [`FlowEnd`].
 
+use crate::json::Staging;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::net::IpAddr;
@@ -263,9 +264,9 @@ impl FlowRecord {
 pub fn write_json(r: &FlowRecord, community_id: Option<&str>, out: &mut Vec<u8>) {
     let mut w = Staging::new(out);
     w.put(b"{\"ts\":");
-    w.ts(r.ts);
+    put_ts(&mut w, r.ts);
     w.put(b",\"last_ts\":");
-    w.ts(r.last_ts);
+    put_ts(&mut w, r.last_ts);
     w.put(b",\"proto\":");
     match r.proto.name() {
         Some(n) => w.plain_str(n),
@@ -285,9 +286,9 @@ pub fn write_json(r: &FlowRecord, community_id: Option<&str>, out: &mut Vec<u8>)
         None => w.put(b"null"),
     }
     w.put(b",\"orig\":");
-    w.dir(&r.orig);
+    put_dir(&mut w, &r.orig);
     w.put(b",\"resp\":");
-    w.dir(&r.resp);
+    put_dir(&mut w, &r.resp);
     w.put(b",\"end\":");
     // End reasons and error names are the library's fixed identifiers.
     w.plain_str(r.end);
@@ -318,217 +319,51 @@ pub fn write_json(r: &FlowRecord, community_id: Option<&str>, out: &mut Vec<u8>)
     w.flush();
 }
 
-/// Room in [`Staging`]'s buffer: a typical record fits whole.
-const STAGING: usize = 512;
-
-/// The longest decimal `u64`.
-const MAX_DIGITS: usize = 20;
-
-/// Two decimal digits per entry, "00" to "99".
-const DIGIT_PAIRS: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-
-/// A write buffer on the stack in front of `out`: short appends are plain
-/// stores into an array, and the array goes to `out` when full and at the end
-/// ([`flush`](Self::flush)).
-struct Staging<'a> {
-    out: &'a mut Vec<u8>,
-    buf: [u8; STAGING],
-    len: usize,
+/// Seconds with exactly six decimals.
+fn put_ts(w: &mut Staging<'_>, ts: Ts) {
+    w.num(ts.0.secs());
+    w.put(b".");
+    // Microseconds (< 10^6), truncated from the nanoseconds.
+    w.zero_padded(u64::from((ts.0.subsec_nanos() / 1000).min(999_999)), 6);
 }
 
-impl<'a> Staging<'a> {
-    fn new(out: &'a mut Vec<u8>) -> Self {
-        Staging {
-            out,
-            buf: [0; STAGING],
-            len: 0,
-        }
+/// One direction's object.
+fn put_dir(w: &mut Staging<'_>, d: &DirRecord) {
+    w.put(b"{\"pkts\":");
+    w.num(d.pkts);
+    w.put(b",\"bytes\":");
+    w.num(d.bytes);
+    if d.stream_bytes | d.captured | d.discarded | d.dropped | d.missing == 0 {
+        // No payload (a SYN, a scan, an unanswered direction): the most
+        // common record under a flood, written in one copy.
+        w.put(b",\"stream_bytes\":0,\"captured\":0,\"discarded\":0,\"dropped\":0,\"missing\":0");
+    } else {
+        w.put(b",\"stream_bytes\":");
+        w.num(d.stream_bytes);
+        w.put(b",\"captured\":");
+        w.num(d.captured);
+        w.put(b",\"discarded\":");
+        w.num(d.discarded);
+        w.put(b",\"dropped\":");
+        w.num(d.dropped);
+        w.put(b",\"missing\":");
+        w.num(d.missing);
     }
-
-    /// Moves what is staged to `out`.
-    fn flush(&mut self) {
-        self.out.extend_from_slice(&self.buf[..self.len]);
-        self.len = 0;
+    w.put(b",\"sha256\":");
+    put_opt_str(w, d.sha256.as_deref());
+    if let Some(file) = &d.file {
+        w.put(b",\"file\":");
+        put_opt_str(w, file.as_deref());
     }
+    w.put(b",\"priority\":");
+    w.num(u64::from(d.priority));
+    w.put(b"}");
+}
 
-    /// Makes room for `n` more bytes, if they fit at all.
-    #[inline(always)]
-    fn room(&mut self, n: usize) {
-        if self.len + n > STAGING {
-            self.flush();
-        }
-    }
-
-    #[inline(always)]
-    fn put(&mut self, bytes: &[u8]) {
-        self.room(bytes.len());
-        if let Some(dst) = self.buf.get_mut(self.len..self.len + bytes.len()) {
-            dst.copy_from_slice(bytes);
-            self.len += bytes.len();
-        } else {
-            // Longer than the whole buffer (a long file name): straight out.
-            self.out.extend_from_slice(bytes);
-        }
-    }
-
-    /// `v` in decimal, written in place from its last digit backwards.
-    #[inline(always)]
-    fn num(&mut self, v: u64) {
-        self.room(MAX_DIGITS);
-        let Some(field) = self.buf.get_mut(self.len..self.len + MAX_DIGITS) else {
-            return; // unreachable: `room` made space
-        };
-        if v < 10 {
-            // Most counters in a record are 0 or one digit.
-            field[0] = b'0' + v as u8;
-            self.len += 1;
-            return;
-        }
-        let digits = v.ilog10() as usize + 1;
-        let (mut v, mut at) = (v, digits);
-        while v >= 100 {
-            let pair = (v % 100) as usize * 2;
-            v /= 100;
-            at -= 2;
-            field[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-        }
-        if v >= 10 {
-            let pair = v as usize * 2;
-            field[..2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-        } else {
-            field[0] = b'0' + v as u8;
-        }
-        self.len += digits;
-    }
-
-    /// Seconds with exactly six decimals.
-    fn ts(&mut self, ts: Ts) {
-        self.num(ts.0.secs());
-        self.room(7);
-        let Some(field) = self.buf.get_mut(self.len..self.len + 7) else {
-            return; // unreachable: `room` made space
-        };
-        field[0] = b'.';
-        // Microseconds (< 10^6) as exactly three digit pairs.
-        let micros = (ts.0.subsec_nanos() / 1000).min(999_999) as usize;
-        for (i, pair) in [micros / 10_000, micros / 100 % 100, micros % 100]
-            .into_iter()
-            .enumerate()
-        {
-            field[1 + 2 * i..3 + 2 * i].copy_from_slice(&DIGIT_PAIRS[pair * 2..pair * 2 + 2]);
-        }
-        self.len += 7;
-    }
-
-    fn ip(&mut self, ip: IpAddr) {
-        match ip {
-            IpAddr::V4(v4) => {
-                // The longest, with its quotes: "255.255.255.255".
-                const MAX: usize = 17;
-                self.room(MAX);
-                let Some(field) = self.buf.get_mut(self.len..self.len + MAX) else {
-                    return; // unreachable: `room` made space
-                };
-                field[0] = b'"';
-                let mut at = 1;
-                for (i, o) in v4.octets().into_iter().enumerate() {
-                    if i > 0 {
-                        field[at] = b'.';
-                        at += 1;
-                    }
-                    let o = usize::from(o);
-                    if o >= 100 {
-                        field[at] = b'0' + (o / 100) as u8;
-                        at += 1;
-                    }
-                    if o >= 10 {
-                        let pair = o % 100 * 2;
-                        field[at..at + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
-                        at += 2;
-                    } else {
-                        field[at] = b'0' + o as u8;
-                        at += 1;
-                    }
-                }
-                field[at] = b'"';
-                self.len += at + 1;
-            }
-            IpAddr::V6(v6) => {
-                use std::io::Write;
-                let mut text = [0u8; 48];
-                let mut cursor = std::io::Cursor::new(&mut text[..]);
-                // 48 bytes hold the longest address text (39 bytes), and a
-                // slice cursor cannot fail otherwise.
-                let _ = write!(cursor, "\"{v6}\"");
-                let n = cursor.position() as usize;
-                self.put(&text[..n]);
-            }
-        }
-    }
-
-    fn dir(&mut self, d: &DirRecord) {
-        self.put(b"{\"pkts\":");
-        self.num(d.pkts);
-        self.put(b",\"bytes\":");
-        self.num(d.bytes);
-        if d.stream_bytes | d.captured | d.discarded | d.dropped | d.missing == 0 {
-            // No payload (a SYN, a scan, an unanswered direction): the most
-            // common record under a flood, written in one copy.
-            self.put(
-                b",\"stream_bytes\":0,\"captured\":0,\"discarded\":0,\"dropped\":0,\"missing\":0",
-            );
-        } else {
-            self.put(b",\"stream_bytes\":");
-            self.num(d.stream_bytes);
-            self.put(b",\"captured\":");
-            self.num(d.captured);
-            self.put(b",\"discarded\":");
-            self.num(d.discarded);
-            self.put(b",\"dropped\":");
-            self.num(d.dropped);
-            self.put(b",\"missing\":");
-            self.num(d.missing);
-        }
-        self.put(b",\"sha256\":");
-        self.opt_str(d.sha256.as_deref());
-        if let Some(file) = &d.file {
-            self.put(b",\"file\":");
-            self.opt_str(file.as_deref());
-        }
-        self.put(b",\"priority\":");
-        self.num(u64::from(d.priority));
-        self.put(b"}");
-    }
-
-    fn opt_str(&mut self, s: Option<&str>) {
-        match s {
-            Some(s) => self.str(s),
-            None => self.put(b"null"),
-        }
-    }
-
-    /// A string known to need no escaping.
-    fn plain_str(&mut self, s: &str) {
-        self.put(b"\"");
-        self.put(s.as_bytes());
-        self.put(b"\"");
-    }
-
-    /// A JSON string, escaped as serde_json escapes it.
-    fn str(&mut self, s: &str) {
-        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
-            self.plain_str(s);
-        } else {
-            // Rare (file names are ASCII without quotes): let serde_json
-            // escape it, after what is staged.
-            self.flush();
-            let _ = serde_json::to_writer(&mut *self.out, s);
-        }
+fn put_opt_str(w: &mut Staging<'_>, s: Option<&str>) {
+    match s {
+        Some(s) => w.str(s),
+        None => w.put(b"null"),
     }
 }
 

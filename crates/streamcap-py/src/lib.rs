@@ -25,10 +25,15 @@ mod records;
 mod streams;
 
 // The command line's record, Community ID and size code, as they are (the
-// CLI is a binary crate). Parts only the CLI uses are unused here.
+// CLI is a binary crate), and the JSON writer the record uses, from
+// streamcap-apps. Parts only the CLI uses are unused here.
 #[allow(dead_code)]
 #[path = "../../streamcap-cli/src/record.rs"]
 mod record;
+
+#[allow(dead_code)]
+#[path = "../../streamcap-apps/src/json.rs"]
+mod json;
 
 #[allow(dead_code)]
 #[path = "../../streamcap-cli/src/community_id.rs"]

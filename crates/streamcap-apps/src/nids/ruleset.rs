@@ -75,6 +75,9 @@ pub struct CompiledRule {
     pub(crate) simple: bool,
     /// How far into the stream a match can end (`None`: anywhere).
     pub(crate) reach: Option<u64>,
+    /// The rule's EVE `alert` object, written once when the rules are
+    /// compiled ([`super::alert::eve_alert_object`]).
+    pub(crate) eve_alert: Box<str>,
 }
 
 /// Rules that share a header and flow direction: whether they apply to a
@@ -186,6 +189,7 @@ impl RuleSet {
                 && positives == 1
                 && matches!(&rule.matches[0], PayloadMatch::Content(c) if !c.is_relative());
             let reach = reach(&rule);
+            let eve_alert = super::alert::eve_alert_object(&rule, &category, severity);
             compiled.push(CompiledRule {
                 rule,
                 category,
@@ -194,6 +198,7 @@ impl RuleSet {
                 fast,
                 simple,
                 reach,
+                eve_alert,
             });
         }
         for r in &compiled {
