@@ -89,20 +89,21 @@ pub fn eve_time(ts: Timestamp) -> String {
 
 fn put_eve_time(w: &mut Staging<'_>, ts: Timestamp) {
     let u = ts.utc();
-    w.zero_padded(u64::from(u.year), 4);
-    w.put(b"-");
-    w.zero_padded(u64::from(u.month), 2);
-    w.put(b"-");
-    w.zero_padded(u64::from(u.day), 2);
-    w.put(b"T");
-    w.zero_padded(u64::from(u.hour), 2);
-    w.put(b":");
-    w.zero_padded(u64::from(u.minute), 2);
-    w.put(b":");
-    w.zero_padded(u64::from(u.second), 2);
-    w.put(b".");
-    w.zero_padded(u64::from(u.nanos / 1000), 6);
-    w.put(b"+0000");
+    // Each field with its width and the separator after it.
+    let fields = [
+        (u.year, 4, b"-"),
+        (u32::from(u.month), 2, b"-"),
+        (u32::from(u.day), 2, b"T"),
+        (u32::from(u.hour), 2, b":"),
+        (u32::from(u.minute), 2, b":"),
+        (u32::from(u.second), 2, b"."),
+        (u.nanos / 1000, 6, b"+"),
+    ];
+    for (value, width, separator) in fields {
+        w.zero_padded(u64::from(value), width);
+        w.put(separator);
+    }
+    w.put(b"0000");
 }
 
 /// A rule's EVE `alert` object with the `,"alert":` before it: the same
