@@ -7,8 +7,9 @@
 //! addresses; UDP tunnel packets by their addresses, since a VXLAN sender
 //! picks the outer source port per direction), hashed with the run's seed
 //! (hashbrown's randomly seeded hasher, as the shards use, one seed shared
-//! by the router and every worker of the run), modulo [`BUCKETS`]. Both
-//! directions of a connection therefore fall in one bucket.
+//! by the router and every worker of the run), and the hash is spread over
+//! the [`BUCKETS`] by a multiplicative (Fibonacci) step ([`bucket_of_hash`]).
+//! Both directions of a connection therefore fall in one bucket.
 //!
 //! A connection in a worker's flow table is found again from its key
 //! ([`Buckets::of_flow`]): its ports are dropped as the routing key drops
@@ -39,6 +40,20 @@ use std::hash::BuildHasher;
 /// How many buckets the flows are spread over (a power of two; enough for
 /// fine-grained moves between a few dozen workers).
 pub const BUCKETS: usize = 1024;
+
+/// Multiplying by 2^64 / φ mixes every bit of a hash into the top ones.
+const FIBONACCI: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// The bucket of a 64-bit hash: the top bits of its product with 2^64 / φ.
+/// hashbrown's fast hash is built for hash tables, whose probing tolerates
+/// regular low bits: taken modulo [`BUCKETS`], 500 connections from one
+/// client to one server port (consecutive source ports) fell in 379
+/// distinct buckets on average over 3,000 seeds, and in under 300 for some
+/// seeds; after this step, in 395 (the expectation for a uniform hash) and
+/// never fewer than 371.
+fn bucket_of_hash(hash: u64) -> u16 {
+    (hash.wrapping_mul(FIBONACCI) >> (64 - BUCKETS.trailing_zeros())) as u16
+}
 
 const WORDS: usize = BUCKETS / 64;
 
@@ -183,7 +198,7 @@ impl Buckets {
     /// The bucket of a routing key.
     #[inline]
     fn of_key(&self, key: &FlowKey) -> u16 {
-        (self.hasher.hash_one(key) % BUCKETS as u64) as u16
+        bucket_of_hash(self.hasher.hash_one(key))
     }
 
     /// The bucket of an unfragmented (or reassembled) IP packet whose
@@ -195,7 +210,7 @@ impl Buckets {
 
     /// The bucket whose owner counts the frame of an IP fragment.
     pub fn of_fragment(&self, key: &FragKey) -> u16 {
-        (self.hasher.hash_one(key) % BUCKETS as u64) as u16
+        bucket_of_hash(self.hasher.hash_one(key))
     }
 
     /// The bucket whose owner counts a frame that does not decode, by its
@@ -269,7 +284,9 @@ mod tests {
             assert_eq!(b.of_flow(&k), b.of_key(&k), "TCP keeps its ports");
             seen.insert(b.of_flow(&k));
         }
-        assert!(seen.len() > 300, "spread: {}", seen.len());
+        // A uniform hash puts 500 keys in 395 of 1,024 buckets on average;
+        // 3,000 seeds gave 371 at the fewest.
+        assert!(seen.len() > 340, "spread: {}", seen.len());
         // ICMP (type and code in the table's key) is routed by addresses.
         let (icmp, _) = FlowKey::new(ip(1), 8, ip(2), 0, 1, 0);
         let (bare, _) = FlowKey::new(ip(1), 0, ip(2), 0, 1, 0);
