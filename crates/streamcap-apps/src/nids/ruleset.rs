@@ -245,26 +245,7 @@ impl RuleSet {
             }
             classes_of.sort_unstable();
             classes_of.dedup();
-            // A pattern every rule of which is decided by its first
-            // occurrence (one content, no offset or depth, no flow state:
-            // alerted there, or never) need not be found again.
-            let first_only: Vec<bool> = by_pattern
-                .iter()
-                .map(|rules| {
-                    rules.iter().all(|&ri| {
-                        let r = &compiled[ri as usize];
-                        let unplaced = matches!(
-                            r.rule.matches.first(),
-                            Some(PayloadMatch::Content(c)) if c.offset.is_none() && c.depth.is_none()
-                        );
-                        r.simple
-                            && unplaced
-                            && !r.rule.flow.established
-                            && !r.rule.flow.not_established
-                    })
-                })
-                .collect();
-            let matcher = Matcher::build_first_only(opts.engine, &patterns, &first_only)?;
+            let matcher = Matcher::build(opts.engine, &patterns)?;
             // A case-sensitive pattern found by a caseless automaton is
             // compared afterwards: its bytes must still be at hand.
             needs_window |= matcher.has_inexact_hits();

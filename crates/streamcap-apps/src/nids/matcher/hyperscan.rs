@@ -88,8 +88,6 @@ const HS_SCAN_TERMINATED: c_int = -3;
 const HS_COMPILER_ERROR: c_int = -4;
 /// `HS_FLAG_CASELESS`.
 const HS_FLAG_CASELESS: c_uint = 1;
-/// `HS_FLAG_SINGLEMATCH`: only the first match of the pattern is reported.
-const HS_FLAG_SINGLEMATCH: c_uint = 8;
 /// `HS_MODE_STREAM`.
 const HS_MODE_STREAM: c_uint = 2;
 
@@ -508,29 +506,6 @@ impl HsDatabase {
         let flags: Vec<c_uint> = patterns
             .iter()
             .map(|&(_, nocase)| if nocase { HS_FLAG_CASELESS } else { 0 })
-            .collect();
-        Self::compile_flags(hs, patterns, &flags)
-    }
-
-    /// [`HsDatabase::compile`], with the patterns of `first_only` reported
-    /// at their first occurrence in a stream only (`HS_FLAG_SINGLEMATCH`:
-    /// Hyperscan then stops looking for them in that stream, until a
-    /// reset).
-    pub fn compile_first_only(
-        hs: &Arc<Hyperscan>,
-        patterns: &[(&[u8], bool)],
-        first_only: &[bool],
-    ) -> Result<HsDatabase, HsError> {
-        let flags: Vec<c_uint> = patterns
-            .iter()
-            .enumerate()
-            .map(|(i, &(_, nocase))| {
-                let mut f = if nocase { HS_FLAG_CASELESS } else { 0 };
-                if first_only.get(i).copied().unwrap_or(false) {
-                    f |= HS_FLAG_SINGLEMATCH;
-                }
-                f
-            })
             .collect();
         Self::compile_flags(hs, patterns, &flags)
     }

@@ -129,19 +129,15 @@ pub struct ScanError(String);
 
 impl Matcher {
     /// Builds a matcher for `patterns` (bytes, caseless) with `engine`.
+    ///
+    /// Every occurrence of every pattern is reported, also when a rule
+    /// needs only the first. Hyperscan's `HS_FLAG_SINGLEMATCH` would stop
+    /// the search for such patterns, but it keeps a bit per pattern in each
+    /// stream's state: with 10,000 rules the state grew from 49 to 1,761
+    /// bytes a stream, and `streamcap nids` on `campus` from 175 to 288 MiB,
+    /// and took 9 % more time (bench/README.md, "Where streamcap nids
+    /// spends its time").
     pub fn build(engine: EngineKind, patterns: &[(Vec<u8>, bool)]) -> Result<Matcher, String> {
-        Self::build_first_only(engine, patterns, &[])
-    }
-
-    /// [`Matcher::build`], where the patterns marked in `first_only` need
-    /// only their first occurrence in a stream (or datagram): an engine
-    /// that can stop looking for them there does (Hyperscan's
-    /// `HS_FLAG_SINGLEMATCH`), one that cannot reports them all.
-    pub fn build_first_only(
-        engine: EngineKind,
-        patterns: &[(Vec<u8>, bool)],
-        first_only: &[bool],
-    ) -> Result<Matcher, String> {
         let max_len = patterns.iter().map(|p| p.0.len()).max().unwrap_or(0);
         if patterns.is_empty() {
             return Ok(Matcher {
@@ -191,8 +187,7 @@ impl Matcher {
                 let hs = Hyperscan::load().map_err(|e| e.to_string())?;
                 let refs: Vec<(&[u8], bool)> =
                     patterns.iter().map(|(p, c)| (p.as_slice(), *c)).collect();
-                let db = HsDatabase::compile_first_only(&hs, &refs, first_only)
-                    .map_err(|e| e.to_string())?;
+                let db = HsDatabase::compile(&hs, &refs).map_err(|e| e.to_string())?;
                 Ok(Matcher {
                     engine: Inner::Hs(db),
                     to_patterns: (0..patterns.len() as u32).map(|i| vec![i]).collect(),
