@@ -7,7 +7,6 @@
 //! Skipped, with a message, without tshark or the corpus.
 
 #[path = "../../streamcap/tests/support/shared.rs"]
-#[allow(dead_code)] // `captures`: this test picks its files from MANIFEST.tsv
 mod shared;
 
 use shared::{corpus_dir, skip};

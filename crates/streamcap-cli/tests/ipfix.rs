@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{captures, corpus, json_lines, run, skip, tempdir, BIN};
+use common::{captures, corpus, json_lines, run, skip, tempdir, TestDir, TestFile, BIN};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::net::{IpAddr, TcpListener, UdpSocket};
@@ -224,6 +224,8 @@ fn nf_rows(v: &serde_json::Value) -> Vec<Row> {
 /// A running nfcapd on 127.0.0.1.
 struct Nfcapd {
     child: Child,
+    /// What holds `dir` and `log`, removed after nfcapd stops.
+    _base: TestDir,
     dir: PathBuf,
     log: PathBuf,
     port: u16,
@@ -268,6 +270,7 @@ impl Nfcapd {
             .expect("start nfcapd");
         let c = Nfcapd {
             child,
+            _base: base,
             dir,
             log,
             port,
@@ -383,8 +386,8 @@ fn sorted(mut v: Vec<Row>) -> Vec<Row> {
 }
 
 /// A generated trace (kept for the tests of this file).
-fn campus(name: &str, gbps: f64) -> PathBuf {
-    let p = tempdir(&format!("ipfix-campus-{name}")).join("campus.pcap");
+fn campus(name: &str, gbps: f64) -> TestFile {
+    let p = tempdir(&format!("ipfix-campus-{name}")).into_file("campus.pcap");
     let cfg = streamcap_gen::CampusConfig {
         packets: 200_000,
         link_gbps: gbps,
@@ -422,8 +425,9 @@ fn udp_export_matches_nfdump_flow_by_flow() {
     let Some(nf) = Nfcapd::start("all") else {
         return;
     };
+    let trace = campus("udp", 10.0);
     let mut inputs: Vec<PathBuf> = corpus().map(|d| captures(&d)).unwrap_or_default();
-    inputs.push(campus("udp", 10.0));
+    inputs.push(trace.to_path_buf());
     let url = nf.url();
     let mut want = Vec::new();
     for (i, input) in inputs.iter().enumerate() {

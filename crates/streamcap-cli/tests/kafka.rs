@@ -65,7 +65,9 @@ fn kafka_and_topic_go_together() {
 #[cfg(feature = "kafka")]
 mod broker {
     use super::common::examples::{self, repo};
-    use super::common::{captures, corpus, json_lines, run, skip, tempdir, BIN, COMPARE_FILES};
+    use super::common::{
+        captures, corpus, json_lines, run, skip, tempdir, TestDir, TestFile, BIN, COMPARE_FILES,
+    };
     use rdkafka::config::ClientConfig;
     use rdkafka::consumer::{BaseConsumer, Consumer};
     use rdkafka::message::Message;
@@ -78,7 +80,8 @@ mod broker {
 
     /// A broker started by scripts/kafka-broker.sh, stopped when dropped.
     pub struct Broker {
-        dir: PathBuf,
+        /// Removed after the broker stops (kept when the test fails).
+        dir: TestDir,
         port: u16,
     }
 
@@ -198,8 +201,6 @@ mod broker {
                     self.dir.display(),
                     tail.into_iter().rev().collect::<Vec<_>>().join("\n")
                 );
-            } else {
-                let _ = std::fs::remove_dir_all(&self.dir);
             }
         }
     }
@@ -377,8 +378,8 @@ mod broker {
     }
 
     /// A generated campus trace of `packets` packets on a link of `gbps`.
-    pub fn campus(name: &str, packets: u64, gbps: f64) -> (PathBuf, f64) {
-        let p = tempdir(&format!("kafka-campus-{name}")).join("campus.pcap");
+    pub fn campus(name: &str, packets: u64, gbps: f64) -> (TestFile, f64) {
+        let p = tempdir(&format!("kafka-campus-{name}")).into_file("campus.pcap");
         let cfg = streamcap_gen::CampusConfig {
             packets,
             link_gbps: gbps,

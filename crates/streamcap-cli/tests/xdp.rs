@@ -80,7 +80,7 @@ mod live {
     use super::netns::*;
     use serde_json::Value;
     use std::collections::BTreeMap;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
     use std::process::Command;
     use std::time::{Duration, Instant};
     use streamcap_gen::campus::CampusConfig;
@@ -361,7 +361,7 @@ mod live {
 
     /// A pcap of one TCP connection whose client sends `sends` small
     /// messages, each acknowledged.
-    fn quiet_stream(sends: usize) -> PathBuf {
+    fn quiet_stream(sends: usize) -> common::TestFile {
         let ep = |s: &str| s.parse().expect("address");
         let mut conv = TcpConversation::new(ep("10.1.0.1:40000"), ep("10.1.0.2:80"));
         for i in 0..sends {
@@ -369,8 +369,7 @@ mod live {
         }
         let mut g = Gen::new();
         g.add(&conv);
-        let dir = common::tempdir("xdp-quiet");
-        let p = dir.join("quiet.pcap");
+        let p = common::tempdir("xdp-quiet").into_file("quiet.pcap");
         std::fs::write(&p, g.to_pcap_bytes()).expect("write capture");
         p
     }

@@ -8,8 +8,8 @@ pub mod examples;
 
 #[path = "../../../streamcap/tests/support/shared.rs"]
 mod shared;
-#[allow(unused_imports)] // (not every test binary uses all three)
-pub use shared::{captures, corpus_dir as corpus, skip};
+#[allow(unused_imports)] // (not every test binary uses all of them)
+pub use shared::{captures, corpus_dir as corpus, skip, TestDir, TestFile};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_streamcap");
 
@@ -112,13 +112,10 @@ pub fn stream_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     files
 }
 
-/// Temporary directory under the target dir.
-pub fn tempdir(name: &str) -> PathBuf {
-    let base =
-        std::env::temp_dir().join(format!("streamcap-cli-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("mkdir");
-    base
+/// A fresh scratch directory for one test, removed when the returned
+/// guard is dropped (kept when the test fails).
+pub fn tempdir(name: &str) -> TestDir {
+    TestDir::new("streamcap-cli-test", name)
 }
 
 /// The files the comparisons use: HTTP, TCP edge cases without evasion, SLL2,

@@ -4,11 +4,11 @@
 
 #![allow(dead_code)]
 
-use crate::common::{self, have, json_lines, tempdir, BIN};
+use crate::common::{self, have, json_lines, tempdir, TestFile, BIN};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 use streamcap_gen::campus::{Campus, CampusConfig};
@@ -207,13 +207,12 @@ impl Drop for Capturing {
     }
 }
 
-pub(crate) fn temp_capture(name: &str, cfg: Option<CampusConfig>) -> PathBuf {
-    let dir = tempdir(&format!("live-{name}"));
+pub(crate) fn temp_capture(name: &str, cfg: Option<CampusConfig>) -> TestFile {
+    let p = tempdir(&format!("live-{name}")).into_file("in.pcap");
     let bytes = match cfg {
         Some(cfg) => Campus::new(cfg).to_bytes().0,
         None => streamcap_gen::sample(streamcap_gen::SAMPLE_DEFAULT_SEED).to_pcap_bytes(),
     };
-    let p = dir.join("in.pcap");
     std::fs::write(&p, bytes).expect("write capture");
     p
 }
@@ -221,7 +220,7 @@ pub(crate) fn temp_capture(name: &str, cfg: Option<CampusConfig>) -> PathBuf {
 /// A generated campus trace with every kind of frame the live tests
 /// compare: VLAN tags and IPv6 on a tenth of the connections each, and IP
 /// fragments.
-pub(crate) fn mixed_capture(name: &str, seed: u64, packets: u64, concurrency: usize) -> PathBuf {
+pub(crate) fn mixed_capture(name: &str, seed: u64, packets: u64, concurrency: usize) -> TestFile {
     temp_capture(
         name,
         Some(CampusConfig {

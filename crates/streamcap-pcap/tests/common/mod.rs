@@ -12,6 +12,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use streamcap::source::{FileSource, PacketSource};
 
+#[path = "../../../streamcap/tests/support/shared.rs"]
+mod shared;
+pub use shared::TestDir;
+
 /// Prints why a test does not run.
 pub fn skip(why: &str) {
     eprintln!("skipping: {why}");
@@ -78,12 +82,10 @@ pub fn library() -> PathBuf {
         .clone()
 }
 
-/// A fresh directory for one test's files.
-pub fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("streamcap-pcap-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+/// A fresh directory for one test's files, removed when the returned guard
+/// is dropped (kept when the test fails).
+pub fn tempdir(name: &str) -> TestDir {
+    TestDir::new("streamcap-pcap", name)
 }
 
 /// The frames of a capture file, in order.

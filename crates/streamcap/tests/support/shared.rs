@@ -1,7 +1,10 @@
 //! Test helpers shared by the streamcap crate's tests (`tests/support`) and
-//! the command line's (`crates/streamcap-cli/tests/common`) and the
-//! applications' (`crates/streamcap-apps/tests`), which include this file
-//! by path: saying why a test skips, and finding the corpus.
+//! the command line's (`crates/streamcap-cli/tests/common`), the
+//! applications' (`crates/streamcap-apps/tests`) and the libpcap layer's
+//! (`crates/streamcap-pcap/tests/common`), which include this file by path:
+//! saying why a test skips, finding the corpus, and scratch directories
+//! that clean up after themselves. Each includer uses some of them.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 
@@ -56,4 +59,90 @@ pub fn captures(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// A test's scratch directory, `$TMPDIR/<prefix>-<pid>-<name>`, created
+/// empty and removed when dropped. When the test is failing (its thread is
+/// panicking) the directory is kept and its path written to stderr, for a
+/// look at what the test left.
+pub struct TestDir(PathBuf);
+
+impl TestDir {
+    /// Creates the directory, removing a leftover of the same name first.
+    pub fn new(prefix: &str, name: &str) -> TestDir {
+        let dir = std::env::temp_dir().join(format!("{prefix}-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        TestDir(dir)
+    }
+}
+
+impl TestDir {
+    /// `name` inside this directory, which lives as long as the returned
+    /// file does.
+    pub fn into_file(self, name: &str) -> TestFile {
+        TestFile {
+            path: self.0.join(name),
+            _dir: self,
+        }
+    }
+}
+
+/// A path to a file in its own [`TestDir`], removed with it.
+pub struct TestFile {
+    path: PathBuf,
+    _dir: TestDir,
+}
+
+impl std::ops::Deref for TestFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TestFile {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TestFile {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
+
+impl std::ops::Deref for TestDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TestDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TestDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "kept {} (the test failed)",
+                self.0.display()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
