@@ -385,7 +385,8 @@ fn sorted(mut v: Vec<Row>) -> Vec<Row> {
     v
 }
 
-/// A generated trace (kept for the tests of this file).
+/// A generated 200,000-packet campus trace on a link of `gbps`, removed
+/// when the returned file is dropped.
 fn campus(name: &str, gbps: f64) -> TestFile {
     let p = tempdir(&format!("ipfix-campus-{name}")).into_file("campus.pcap");
     let cfg = streamcap_gen::CampusConfig {

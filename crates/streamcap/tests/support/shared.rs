@@ -75,9 +75,7 @@ impl TestDir {
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
         TestDir(dir)
     }
-}
 
-impl TestDir {
     /// `name` inside this directory, which lives as long as the returned
     /// file does.
     pub fn into_file(self, name: &str) -> TestFile {
@@ -85,31 +83,6 @@ impl TestDir {
             path: self.0.join(name),
             _dir: self,
         }
-    }
-}
-
-/// A path to a file in its own [`TestDir`], removed with it.
-pub struct TestFile {
-    path: PathBuf,
-    _dir: TestDir,
-}
-
-impl std::ops::Deref for TestFile {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl AsRef<Path> for TestFile {
-    fn as_ref(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl AsRef<std::ffi::OsStr> for TestFile {
-    fn as_ref(&self) -> &std::ffi::OsStr {
-        self.path.as_os_str()
     }
 }
 
@@ -144,5 +117,30 @@ impl Drop for TestDir {
         } else {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+}
+
+/// A path to a file in its own [`TestDir`], removed with it.
+pub struct TestFile {
+    path: PathBuf,
+    _dir: TestDir,
+}
+
+impl std::ops::Deref for TestFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TestFile {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TestFile {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
     }
 }
