@@ -146,15 +146,14 @@ impl EveWriter {
         let Some(r) = rules.rules().get(a.rule as usize) else {
             return;
         };
-        let names = match &self.last {
-            Some((conn, flow_id, uid)) if *conn == a.conn => (*flow_id, uid),
+        let (flow_id, uid) = match &self.last {
+            Some((conn, flow_id, uid)) if *conn == a.conn => (*flow_id, uid.as_str()),
             _ => {
                 let (flow_id, uid) = a.conn.names();
                 let (_, flow_id, uid) = self.last.insert((a.conn.clone(), flow_id, uid));
-                (*flow_id, &*uid)
+                (*flow_id, uid.as_str())
             }
         };
-        let (flow_id, uid) = names;
         let mut w = Staging::new(out);
         w.put(b"{\"timestamp\":\"");
         put_eve_time(&mut w, a.ts);
